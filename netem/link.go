@@ -1,0 +1,235 @@
+package netem
+
+import (
+	"container/heap"
+	"errors"
+	"sync"
+	"time"
+)
+
+// LinkConfig describes one direction of a path. Its zero value is a perfect
+// link: no impairment, delivery at once.
+type LinkConfig struct {
+	// Name names the link in counters and seeds its random sources, so two
+	// links with the same seed still draw differently. Default "link".
+	Name string
+	// Seed is the run's seed.
+	Seed uint64
+	// Epoch is the link's time zero for timelines and periodic schedules.
+	// Zero means the instant the link is made.
+	Epoch time.Time
+	// Impairments are in force from the start.
+	Impairments []Impairment
+	// Timeline lists later changes, each replacing the whole set of
+	// impairments at its instant. Phases must be in increasing order of At.
+	Timeline []Phase
+}
+
+// ErrClosed is returned by a link used after Close.
+var ErrClosed = errors.New("netem: link closed")
+
+// Link is one direction of a path: packets sent into it come out of its
+// deliver function at the instant its impairments decide, or not at all.
+// One goroutine per link delivers; Close ends it. A Link is safe for
+// concurrent use.
+type Link struct {
+	name    string
+	deliver func(*Packet)
+
+	mu      sync.Mutex
+	pipe    *pipeline
+	queue   deliveryHeap
+	order   uint64 // tie-break: equal instants leave in the order decided
+	stats   Stats
+	scratch []Delivery
+	closed  bool
+
+	wake    chan struct{}
+	closing chan struct{}
+	done    chan struct{}
+}
+
+// NewLink makes a link that hands every packet it delivers to deliver, which
+// is called from the link's own goroutine, one packet at a time.
+func NewLink(cfg LinkConfig, deliver func(*Packet)) (*Link, error) {
+	if cfg.Name == "" {
+		cfg.Name = "link"
+	}
+	if err := validate(cfg.Impairments); err != nil {
+		return nil, err
+	}
+	for i, ph := range cfg.Timeline {
+		if err := validate(ph.Impairments); err != nil {
+			return nil, err
+		}
+		if i > 0 && ph.At <= cfg.Timeline[i-1].At {
+			return nil, errors.New("netem: timeline phases must be in increasing order of At")
+		}
+	}
+	if cfg.Epoch.IsZero() {
+		cfg.Epoch = time.Now()
+	}
+	l := &Link{
+		name:    cfg.Name,
+		deliver: deliver,
+		wake:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	l.pipe = newPipeline(cfg.Name, cfg.Seed, cfg.Epoch, &l.stats)
+	l.pipe.set(cfg.Impairments)
+	l.pipe.timeline = append([]Phase(nil), cfg.Timeline...)
+	go l.loop()
+	return l, nil
+}
+
+// Name returns the link's name.
+func (l *Link) Name() string { return l.name }
+
+// Send offers p to the link, which takes ownership of it (and of p.Data).
+// It never blocks on the network: the fate is decided at once.
+func (l *Link) Send(p *Packet) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	earliest := time.Time{}
+	if len(l.queue) > 0 {
+		earliest = l.queue[0].At
+	}
+	l.scratch = l.pipe.process(p, time.Now(), l.scratch[:0])
+	wake := false
+	for _, d := range l.scratch {
+		l.order++
+		heap.Push(&l.queue, scheduled{Delivery: d, order: l.order})
+		l.stats.InFlight.add(d.Packet)
+		if earliest.IsZero() || d.At.Before(earliest) {
+			wake = true
+		}
+	}
+	clear(l.scratch) // let delivered packets be collected
+	if wake {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Set replaces the link's impairments now, atomically: the next packet sent
+// meets the whole new set. Packets already inside keep their fate, as with tc
+// netem, whose time_to_send is computed at enqueue. Stateful impairments
+// inherit their state from one of the same kind (see Inheritor). A pending
+// timeline goes on.
+func (l *Link) Set(imps []Impairment) error {
+	if err := validate(imps); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pipe.set(imps)
+	return nil
+}
+
+// Stats returns a snapshot of the link's counters.
+func (l *Link) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.stats.clone()
+	s.Backlog = l.pipe.backlog(time.Now())
+	return s
+}
+
+// Close stops the link; packets still inside are counted as dropped
+// (DropClosed). It waits for the delivering goroutine to end.
+func (l *Link) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.done
+		return nil
+	}
+	l.closed = true
+	for _, s := range l.queue {
+		l.stats.drop(DropClosed, s.Packet)
+	}
+	l.queue = nil
+	l.stats.InFlight = Counter{}
+	l.mu.Unlock()
+	close(l.closing)
+	<-l.done
+	return nil
+}
+
+// loop delivers packets when they are due. It sleeps on one timer set to the
+// earliest pending delivery.
+func (l *Link) loop() {
+	defer close(l.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var due []*Packet
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		for len(l.queue) > 0 && !l.queue[0].At.After(now) {
+			s := heap.Pop(&l.queue).(scheduled)
+			l.stats.InFlight.Packets--
+			l.stats.InFlight.Bytes -= uint64(s.Packet.Size())
+			l.stats.Delivered.add(s.Packet)
+			due = append(due, s.Packet)
+		}
+		var wait time.Duration = -1
+		if len(l.queue) > 0 {
+			wait = l.queue[0].At.Sub(now)
+		}
+		l.mu.Unlock()
+
+		for i, p := range due {
+			l.deliver(p)
+			due[i] = nil
+		}
+		due = due[:0]
+
+		if wait >= 0 {
+			timer.Reset(wait)
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-l.wake:
+		case <-timer.C:
+		case <-l.closing:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// scheduled is a delivery waiting in the link.
+type scheduled struct {
+	Delivery
+	order uint64
+}
+
+// deliveryHeap orders pending deliveries by instant, then by decision order.
+type deliveryHeap []scheduled
+
+func (h deliveryHeap) Len() int { return len(h) }
+func (h deliveryHeap) Less(i, j int) bool {
+	if !h[i].At.Equal(h[j].At) {
+		return h[i].At.Before(h[j].At)
+	}
+	return h[i].order < h[j].order
+}
+func (h deliveryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *deliveryHeap) Push(x any)   { *h = append(*h, x.(scheduled)) }
+func (h *deliveryHeap) Pop() any {
+	old := *h
+	n := len(old) - 1
+	x := old[n]
+	old[n] = scheduled{}
+	*h = old[:n]
+	return x
+}

@@ -1,0 +1,157 @@
+package netem
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/nuvirahub/latencylab/internal/seeded"
+)
+
+// Phase is one step of a link's timeline: from At (counted from the link's
+// epoch) on, the link has exactly these impairments. The change is atomic:
+// the first packet sent at or after At meets the whole new set.
+type Phase struct {
+	At          time.Duration
+	Impairments []Impairment
+}
+
+// Delivery is a packet the link will deliver, and when.
+type Delivery struct {
+	Packet *Packet
+	At     time.Time
+}
+
+// slot is one impairment in a pipeline with its environment.
+type slot struct {
+	imp Impairment
+	env Env
+}
+
+// pipeline computes packets' fates. It is the pure half of a Link: no
+// goroutines, no clock; the caller passes the instant each packet enters, in
+// non-decreasing order. It is not safe for concurrent use.
+type pipeline struct {
+	name       string
+	seed       uint64
+	epoch      time.Time
+	slots      []slot
+	reorders   bool
+	lastOut    time.Time
+	timeline   []Phase // phases not yet in force, by At
+	generation int     // how many configurations this pipeline has had
+	seq        uint64
+	stats      *Stats
+}
+
+func newPipeline(name string, seed uint64, epoch time.Time, stats *Stats) *pipeline {
+	return &pipeline{name: name, seed: seed, epoch: epoch, stats: stats}
+}
+
+// set replaces the impairments. Stateful impairments inherit from the
+// previous impairment of the same kind; each new one gets its own source.
+func (pl *pipeline) set(imps []Impairment) {
+	old := pl.slots
+	used := make([]bool, len(old))
+	pl.generation++
+	pl.slots = make([]slot, 0, len(imps))
+	pl.reorders = false
+	for i, imp := range ordered(imps) {
+		s := slot{imp: imp, env: Env{Epoch: pl.epoch}}
+		for j, o := range old {
+			if used[j] || o.imp.Kind() != imp.Kind() || o.imp == imp {
+				continue
+			}
+			if h, ok := imp.(Inheritor); ok {
+				h.Inherit(o.imp)
+				s.env.Rand = o.env.Rand // the random sequence goes on too
+				used[j] = true
+			}
+			break
+		}
+		if s.env.Rand == nil {
+			s.env.Rand = seeded.New(pl.seed, pl.name, imp.Kind(), strconv.Itoa(pl.generation), strconv.Itoa(i))
+		}
+		if r, ok := imp.(Reorderer); ok && r.Reorders() {
+			pl.reorders = true
+		}
+		pl.slots = append(pl.slots, s)
+	}
+}
+
+// process decides the fate of p entering at at and appends what will be
+// delivered (nothing if dropped, several packets if duplicated) to out.
+func (pl *pipeline) process(p *Packet, at time.Time, out []Delivery) []Delivery {
+	for len(pl.timeline) > 0 && !pl.epoch.Add(pl.timeline[0].At).After(at) {
+		pl.set(pl.timeline[0].Impairments)
+		pl.timeline = pl.timeline[1:]
+	}
+	pl.seq++
+	p.Seq = pl.seq
+	p.Sent = at
+	pl.stats.Offered.add(p)
+	return pl.run(p, at, 0, out)
+}
+
+// pendingCopies are duplicates waiting to continue from slot from.
+type pendingCopies struct {
+	from, n int
+	at      time.Time
+}
+
+func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Delivery {
+	var copies []pendingCopies
+	dropped := false
+	for i := from; i < len(pl.slots); i++ {
+		s := &pl.slots[i]
+		v := s.imp.Apply(p, t, &s.env)
+		if v.Drop != "" {
+			pl.stats.drop(v.Drop, p)
+			dropped = true
+			break
+		}
+		if v.At.After(t) {
+			t = v.At
+		}
+		if s.imp.Stage() == StageBottleneck {
+			pl.stats.Queued.add(v.Queued)
+		}
+		if v.Duplicates > 0 {
+			copies = append(copies, pendingCopies{from: i + 1, n: v.Duplicates, at: t})
+		}
+	}
+	if !dropped {
+		if p.Corrupted {
+			pl.stats.Corrupted++
+		}
+		if !pl.reorders {
+			if t.Before(pl.lastOut) {
+				t = pl.lastOut
+			}
+			pl.lastOut = t
+		}
+		out = append(out, Delivery{Packet: p, At: t})
+	}
+	// Copies follow the original through the rest of the link.
+	for _, c := range copies {
+		for range c.n {
+			d := p.clone()
+			d.Duplicate = true
+			pl.stats.Duplicated++
+			out = pl.run(d, c.at, c.from, out)
+		}
+	}
+	return out
+}
+
+// backlog sums what waits in the link's queues at now.
+func (pl *pipeline) backlog(now time.Time) Counter {
+	var c Counter
+	for _, s := range pl.slots {
+		if b, ok := s.imp.(Backlogger); ok {
+			n, bytes := b.Backlog(now)
+			c.Packets += uint64(n)
+			c.Bytes += uint64(bytes)
+		}
+	}
+	return c
+}
