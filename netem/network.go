@@ -1,0 +1,385 @@
+package netem
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Network is an in-memory IP network: hosts are addresses, every ordered
+// pair of hosts is joined by a Link, and endpoints are net.PacketConns bound
+// to an address and port. Packets from host A to host B cross the link A->B
+// set with SetLink; a pair without one gets a perfect link on first use, so
+// asymmetric paths are two SetLink calls.
+type Network struct {
+	seed  uint64
+	epoch time.Time
+
+	mu       sync.Mutex
+	conns    map[netip.AddrPort]*PacketConn
+	links    map[route]*Link
+	nextPort uint16
+	noRoute  Counter
+	closed   bool
+}
+
+type route struct{ from, to netip.Addr }
+
+// MaxDatagram is the largest payload a PacketConn sends, as for UDP over IPv4.
+const MaxDatagram = 65507
+
+// recvBufferBytes bounds what waits unread in one endpoint, like a socket's
+// receive buffer; beyond it packets are dropped (DropRecvBuf).
+const recvBufferBytes = 4 << 20
+
+// NewNetwork makes an empty network. seed is the run's seed; every link's
+// random sources derive from it and the link's name. The network's epoch
+// (time zero of every link's timeline) is the instant it is made.
+func NewNetwork(seed uint64) *Network {
+	return &Network{
+		seed:     seed,
+		epoch:    time.Now(),
+		conns:    map[netip.AddrPort]*PacketConn{},
+		links:    map[route]*Link{},
+		nextPort: 49152,
+	}
+}
+
+// Epoch is the network's time zero.
+func (n *Network) Epoch() time.Time { return n.epoch }
+
+// SetLink installs the link carrying packets from host from to host to,
+// replacing (and closing) any previous one. Zero Name, Seed and Epoch in cfg
+// take "from->to", the network's seed and the network's epoch.
+func (n *Network) SetLink(from, to netip.Addr, cfg LinkConfig) (*Link, error) {
+	if cfg.Name == "" {
+		cfg.Name = from.String() + "->" + to.String()
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = n.seed
+	}
+	if cfg.Epoch.IsZero() {
+		cfg.Epoch = n.epoch
+	}
+	l, err := NewLink(cfg, n.deliver)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		l.Close()
+		return nil, net.ErrClosed
+	}
+	old := n.links[route{from, to}]
+	n.links[route{from, to}] = l
+	n.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return l, nil
+}
+
+// Link returns the link from host from to host to, or nil if none was set
+// or used yet.
+func (n *Network) Link(from, to netip.Addr) *Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links[route{from, to}]
+}
+
+// linkFor returns the link for a route, making a perfect one if needed.
+func (n *Network) linkFor(from, to netip.Addr) (*Link, error) {
+	n.mu.Lock()
+	l := n.links[route{from, to}]
+	n.mu.Unlock()
+	if l != nil {
+		return l, nil
+	}
+	l, err := NewLink(LinkConfig{Name: from.String() + "->" + to.String(), Seed: n.seed, Epoch: n.epoch}, n.deliver)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		l.Close()
+		return nil, net.ErrClosed
+	}
+	if existing := n.links[route{from, to}]; existing != nil { // lost a race
+		go l.Close()
+		return existing, nil
+	}
+	n.links[route{from, to}] = l
+	return l, nil
+}
+
+// Listen binds an endpoint to addr. Port 0 picks a free port.
+func (n *Network) Listen(addr netip.AddrPort) (*PacketConn, error) {
+	if !addr.Addr().IsValid() {
+		return nil, fmt.Errorf("netem: listen: invalid address %v", addr)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, net.ErrClosed
+	}
+	if addr.Port() == 0 {
+		for range 1 << 16 {
+			p := n.nextPort
+			n.nextPort++
+			if n.nextPort == 0 {
+				n.nextPort = 49152
+			}
+			if _, used := n.conns[netip.AddrPortFrom(addr.Addr(), p)]; !used && p != 0 {
+				addr = netip.AddrPortFrom(addr.Addr(), p)
+				break
+			}
+		}
+		if addr.Port() == 0 {
+			return nil, fmt.Errorf("netem: listen %v: no free port", addr.Addr())
+		}
+	}
+	if _, used := n.conns[addr]; used {
+		return nil, fmt.Errorf("netem: listen %v: address already in use", addr)
+	}
+	c := &PacketConn{net: n, local: addr, addr: net.UDPAddrFromAddrPort(addr)}
+	n.conns[addr] = c
+	return c, nil
+}
+
+// MustListen is Listen for tests and examples: it panics on error.
+func (n *Network) MustListen(addr string) *PacketConn {
+	c, err := n.Listen(netip.MustParseAddrPort(addr))
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// NoRoute counts packets that reached a destination with no endpoint.
+func (n *Network) NoRoute() Counter {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.noRoute
+}
+
+// Close closes every endpoint and link, and waits for their goroutines.
+func (n *Network) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	links := make([]*Link, 0, len(n.links))
+	for _, l := range n.links {
+		links = append(links, l)
+	}
+	conns := make([]*PacketConn, 0, len(n.conns))
+	for _, c := range n.conns {
+		conns = append(conns, c)
+	}
+	n.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	for _, l := range links {
+		l.Close()
+	}
+	return nil
+}
+
+// deliver hands a packet that left a link to its destination endpoint.
+func (n *Network) deliver(p *Packet) {
+	to, _ := p.To.(*net.UDPAddr)
+	var c *PacketConn
+	if to != nil {
+		n.mu.Lock()
+		c = n.conns[to.AddrPort()]
+		if c == nil {
+			n.noRoute.add(p)
+		}
+		n.mu.Unlock()
+	}
+	if c != nil {
+		c.enqueue(p)
+	}
+}
+
+func (n *Network) unbind(c *PacketConn) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conns[c.local] == c {
+		delete(n.conns, c.local)
+	}
+}
+
+// PacketConn is an endpoint of a Network: a complete net.PacketConn whose
+// datagrams cross the network's links. Reads block until a packet arrives,
+// the read deadline passes (os.ErrDeadlineExceeded) or the conn is closed
+// (net.ErrClosed); moving a deadline wakes blocked readers. Writes never
+// block. Payloads are copied both ways.
+type PacketConn struct {
+	net   *Network
+	local netip.AddrPort
+	addr  *net.UDPAddr
+
+	mu            sync.Mutex
+	changed       signal
+	queue         []*Packet
+	queuedBytes   int
+	readDeadline  time.Time
+	writeDeadline time.Time
+	dropped       Counter
+	closed        bool
+}
+
+var _ net.PacketConn = (*PacketConn)(nil)
+
+// ReadFrom implements net.PacketConn. A payload longer than b is truncated,
+// as with UDP.
+func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	c.mu.Lock()
+	for {
+		if c.closed {
+			c.mu.Unlock()
+			return 0, nil, c.opError("read", net.ErrClosed)
+		}
+		if len(c.queue) > 0 {
+			p := c.queue[0]
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+			c.queuedBytes -= p.Size()
+			c.mu.Unlock()
+			return copy(b, p.Data), p.From, nil
+		}
+		if deadlinePassed(c.readDeadline) {
+			c.mu.Unlock()
+			return 0, nil, c.opError("read", errTimeout)
+		}
+		changed, deadline := c.changed.wait(), c.readDeadline
+		c.mu.Unlock()
+		sleepUntil(changed, deadline)
+		c.mu.Lock()
+	}
+}
+
+// WriteTo implements net.PacketConn. addr must be a *net.UDPAddr (or an
+// address whose String parses as ip:port).
+func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	to, err := udpAddr(addr)
+	if err != nil {
+		return 0, c.opError("write", err)
+	}
+	if len(b) > MaxDatagram {
+		return 0, c.opError("write", fmt.Errorf("message too long: %d bytes", len(b)))
+	}
+	c.mu.Lock()
+	closed, deadline := c.closed, c.writeDeadline
+	c.mu.Unlock()
+	if closed {
+		return 0, c.opError("write", net.ErrClosed)
+	}
+	if deadlinePassed(deadline) {
+		return 0, c.opError("write", errTimeout)
+	}
+	l, err := c.net.linkFor(c.local.Addr(), to.AddrPort().Addr())
+	if err != nil {
+		return 0, c.opError("write", err)
+	}
+	p := &Packet{Data: append([]byte(nil), b...), From: c.addr, To: to}
+	if err := l.Send(p); err != nil {
+		return 0, c.opError("write", net.ErrClosed)
+	}
+	return len(b), nil
+}
+
+func udpAddr(addr net.Addr) (*net.UDPAddr, error) {
+	if u, ok := addr.(*net.UDPAddr); ok {
+		return u, nil
+	}
+	if addr == nil {
+		return nil, errors.New("missing address")
+	}
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return nil, fmt.Errorf("address %q is not ip:port", addr.String())
+	}
+	return net.UDPAddrFromAddrPort(ap), nil
+}
+
+// enqueue is called by the network when a packet for c leaves its link.
+func (c *PacketConn) enqueue(p *Packet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if c.queuedBytes+p.Size() > recvBufferBytes {
+		c.dropped.add(p)
+		return
+	}
+	c.queue = append(c.queue, p)
+	c.queuedBytes += p.Size()
+	c.changed.broadcast()
+}
+
+// Dropped counts packets lost because c's receive buffer was full.
+func (c *PacketConn) Dropped() Counter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
+}
+
+// Close implements net.PacketConn: blocked reads return net.ErrClosed and
+// the address becomes free.
+func (c *PacketConn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return c.opError("close", net.ErrClosed)
+	}
+	c.closed = true
+	c.queue = nil
+	c.changed.broadcast()
+	c.mu.Unlock()
+	c.net.unbind(c)
+	return nil
+}
+
+// LocalAddr implements net.PacketConn; it is a *net.UDPAddr.
+func (c *PacketConn) LocalAddr() net.Addr { return c.addr }
+
+// SetDeadline implements net.PacketConn.
+func (c *PacketConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readDeadline, c.writeDeadline = t, t
+	c.changed.broadcast()
+	return nil
+}
+
+// SetReadDeadline implements net.PacketConn; it wakes blocked readers.
+func (c *PacketConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readDeadline = t
+	c.changed.broadcast()
+	return nil
+}
+
+// SetWriteDeadline implements net.PacketConn.
+func (c *PacketConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writeDeadline = t
+	return nil
+}
+
+func (c *PacketConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: "udp", Addr: c.addr, Err: err}
+}

@@ -1,0 +1,152 @@
+package netem
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNetworkRoutesThroughLinksPerDirection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+		_, err := n.SetLink(a, b, LinkConfig{Impairments: []Impairment{&Delay{Delay: 30 * time.Millisecond}}})
+		require.NoError(t, err)
+		_, err = n.SetLink(b, a, LinkConfig{Impairments: []Impairment{&Delay{Delay: 5 * time.Millisecond}}})
+		require.NoError(t, err)
+		ca, cb := n.MustListen("10.0.0.1:1000"), n.MustListen("10.0.0.2:2000")
+
+		start := time.Now()
+		msg := []byte("ping")
+		_, err = ca.WriteTo(msg, cb.LocalAddr())
+		require.NoError(t, err)
+		msg[0] = 'X' // the network copied the payload
+		buf := make([]byte, 100)
+		k, from, err := cb.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, "ping", string(buf[:k]))
+		require.Equal(t, ca.LocalAddr().String(), from.String())
+		require.Equal(t, 30*time.Millisecond, time.Since(start))
+
+		_, err = cb.WriteTo([]byte("pong"), from)
+		require.NoError(t, err)
+		k, _, err = ca.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, "pong", string(buf[:k]))
+		require.Equal(t, 35*time.Millisecond, time.Since(start), "the reverse direction has its own link")
+
+		require.Equal(t, uint64(1), n.Link(a, b).Stats().Delivered.Packets)
+		require.Equal(t, uint64(1), n.Link(b, a).Stats().Delivered.Packets)
+	})
+}
+
+func TestPacketConnReadDeadlineWakesBlockedReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		c := n.MustListen("10.0.0.1:1")
+		start := time.Now()
+		errc := make(chan error)
+		go func() {
+			_, _, err := c.ReadFrom(make([]byte, 10))
+			errc <- err
+		}()
+		synctest.Wait() // the reader is blocked with no deadline
+		time.Sleep(7 * time.Millisecond)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Millisecond)))
+		err := <-errc
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		var ne net.Error
+		require.True(t, errors.As(err, &ne) && ne.Timeout())
+		require.Equal(t, 10*time.Millisecond, time.Since(start))
+
+		// A deadline in the past fails at once; clearing it blocks again.
+		_, _, err = c.ReadFrom(make([]byte, 10))
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.NoError(t, c.SetReadDeadline(time.Time{}))
+		go func() {
+			_, _, err := c.ReadFrom(make([]byte, 10))
+			errc <- err
+		}()
+		synctest.Wait()
+		require.NoError(t, c.SetReadDeadline(time.Now())) // what quic-go does on Close
+		require.ErrorIs(t, <-errc, os.ErrDeadlineExceeded)
+	})
+}
+
+func TestPacketConnCloseUnblocksAndFreesAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		c := n.MustListen("10.0.0.1:1")
+		errc := make(chan error)
+		go func() {
+			_, _, err := c.ReadFrom(make([]byte, 10))
+			errc <- err
+		}()
+		synctest.Wait()
+		require.NoError(t, c.Close())
+		require.ErrorIs(t, <-errc, net.ErrClosed)
+		_, err := c.WriteTo([]byte("x"), c.LocalAddr())
+		require.ErrorIs(t, err, net.ErrClosed)
+		require.ErrorIs(t, c.Close(), net.ErrClosed)
+		_, err = n.Listen(netip.MustParseAddrPort("10.0.0.1:1"))
+		require.NoError(t, err, "the address is free again")
+	})
+}
+
+func TestPacketConnWriteDeadlineAndErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		c := n.MustListen("10.0.0.1:1")
+		require.NoError(t, c.SetWriteDeadline(time.Now()))
+		_, err := c.WriteTo([]byte("x"), c.LocalAddr())
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.NoError(t, c.SetWriteDeadline(time.Time{}))
+		_, err = c.WriteTo(make([]byte, MaxDatagram+1), c.LocalAddr())
+		require.ErrorContains(t, err, "too long")
+		_, err = c.WriteTo([]byte("x"), nil)
+		require.ErrorContains(t, err, "missing address")
+	})
+}
+
+func TestNetworkListenPortsAndNoRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		c1, err := n.Listen(netip.MustParseAddrPort("10.0.0.1:0"))
+		require.NoError(t, err)
+		c2, err := n.Listen(netip.MustParseAddrPort("10.0.0.1:0"))
+		require.NoError(t, err)
+		require.NotEqual(t, c1.LocalAddr().String(), c2.LocalAddr().String())
+		_, err = n.Listen(c1.local)
+		require.ErrorContains(t, err, "already in use")
+
+		_, err = c1.WriteTo([]byte("lost"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.9:9")))
+		require.NoError(t, err, "UDP: sending to nobody is not an error")
+		synctest.Wait()
+		require.Equal(t, Counter{1, 4}, n.NoRoute())
+	})
+}
+
+func TestPacketConnTruncatesLikeUDP(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		c := n.MustListen("10.0.0.1:1")
+		_, err := c.WriteTo([]byte("abcdef"), c.LocalAddr())
+		require.NoError(t, err)
+		buf := make([]byte, 3)
+		k, _, err := c.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, "abc", string(buf[:k]))
+	})
+}
