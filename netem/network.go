@@ -232,6 +232,7 @@ type PacketConn struct {
 	changed       signal
 	queue         []*Packet
 	queuedBytes   int
+	recvLimit     int // bytes; 0 means recvBufferBytes
 	readDeadline  time.Time
 	writeDeadline time.Time
 	dropped       Counter
@@ -319,7 +320,11 @@ func (c *PacketConn) enqueue(p *Packet) {
 	if c.closed {
 		return
 	}
-	if c.queuedBytes+p.Size() > recvBufferBytes {
+	limit := c.recvLimit
+	if limit == 0 {
+		limit = recvBufferBytes
+	}
+	if c.queuedBytes+p.Size() > limit {
 		c.dropped.add(p)
 		return
 	}
@@ -327,6 +332,22 @@ func (c *PacketConn) enqueue(p *Packet) {
 	c.queuedBytes += p.Size()
 	c.changed.broadcast()
 }
+
+// SetReadBuffer sets how many bytes may wait unread before arriving packets
+// are dropped, like a socket's SO_RCVBUF (quic-go asks for about 7 MB).
+func (c *PacketConn) SetReadBuffer(bytes int) error {
+	if bytes <= 0 {
+		return fmt.Errorf("netem: read buffer of %d bytes", bytes)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recvLimit = bytes
+	return nil
+}
+
+// SetWriteBuffer is accepted and ignored: writes never block or queue in
+// the endpoint, the link's queue is where packets wait.
+func (c *PacketConn) SetWriteBuffer(int) error { return nil }
 
 // Dropped counts packets lost because c's receive buffer was full.
 func (c *PacketConn) Dropped() Counter {

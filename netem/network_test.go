@@ -150,3 +150,19 @@ func TestPacketConnTruncatesLikeUDP(t *testing.T) {
 		require.Equal(t, "abc", string(buf[:k]))
 	})
 }
+
+func TestPacketConnReceiveBufferDropsWhenFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		c := n.MustListen("10.0.0.1:1")
+		require.NoError(t, c.SetReadBuffer(250))
+		for range 3 {
+			_, err := c.WriteTo(make([]byte, 100), c.LocalAddr())
+			require.NoError(t, err)
+		}
+		synctest.Wait()
+		require.Equal(t, Counter{1, 100}, c.Dropped(), "the third 100-byte packet does not fit in 250 bytes")
+		require.Error(t, c.SetReadBuffer(0))
+	})
+}
