@@ -1,7 +1,6 @@
 package netem
 
 import (
-	"container/heap"
 	"errors"
 	"sync"
 	"time"
@@ -102,7 +101,7 @@ func (l *Link) Send(p *Packet) error {
 	wake := false
 	for _, d := range l.scratch {
 		l.order++
-		heap.Push(&l.queue, scheduled{Delivery: d, order: l.order})
+		l.queue.push(scheduled{Delivery: d, order: l.order})
 		l.stats.InFlight.add(d.Packet)
 		if earliest.IsZero() || d.At.Before(earliest) {
 			wake = true
@@ -174,7 +173,7 @@ func (l *Link) loop() {
 		l.mu.Lock()
 		now := time.Now()
 		for len(l.queue) > 0 && !l.queue[0].At.After(now) {
-			s := heap.Pop(&l.queue).(scheduled)
+			s := l.queue.pop()
 			l.stats.InFlight.Packets--
 			l.stats.InFlight.Bytes -= uint64(s.Packet.Size())
 			l.stats.Delivered.add(s.Packet)
@@ -213,23 +212,52 @@ type scheduled struct {
 	order uint64
 }
 
-// deliveryHeap orders pending deliveries by instant, then by decision order.
+// deliveryHeap orders pending deliveries by instant, then by decision
+// order. It is a binary min-heap written out for the one element type, so
+// that scheduling a packet allocates nothing.
 type deliveryHeap []scheduled
 
-func (h deliveryHeap) Len() int { return len(h) }
-func (h deliveryHeap) Less(i, j int) bool {
+func (h deliveryHeap) less(i, j int) bool {
 	if !h[i].At.Equal(h[j].At) {
 		return h[i].At.Before(h[j].At)
 	}
 	return h[i].order < h[j].order
 }
-func (h deliveryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *deliveryHeap) Push(x any)   { *h = append(*h, x.(scheduled)) }
-func (h *deliveryHeap) Pop() any {
-	old := *h
-	n := len(old) - 1
-	x := old[n]
-	old[n] = scheduled{}
-	*h = old[:n]
-	return x
+
+func (h *deliveryHeap) push(s scheduled) {
+	*h = append(*h, s)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+func (h *deliveryHeap) pop() scheduled {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q[last] = scheduled{}
+	q = q[:last]
+	for i := 0; ; {
+		smallest, l, r := i, 2*i+1, 2*i+2
+		if l < len(q) && q.less(l, smallest) {
+			smallest = l
+		}
+		if r < len(q) && q.less(r, smallest) {
+			smallest = r
+		}
+		if smallest == i {
+			break
+		}
+		q[i], q[smallest] = q[smallest], q[i]
+		i = smallest
+	}
+	*h = q
+	return top
 }
