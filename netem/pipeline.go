@@ -92,14 +92,15 @@ func (pl *pipeline) process(p *Packet, at time.Time, out []Delivery) []Delivery 
 	return pl.run(p, at, 0, out)
 }
 
-// pendingCopies are duplicates waiting to continue from slot from.
-type pendingCopies struct {
-	from, n int
-	at      time.Time
+// pendingCopy is a duplicate waiting to continue from slot from.
+type pendingCopy struct {
+	p    *Packet
+	from int
+	at   time.Time
 }
 
 func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Delivery {
-	var copies []pendingCopies
+	var copies []pendingCopy
 	dropped := false
 	for i := from; i < len(pl.slots); i++ {
 		s := &pl.slots[i]
@@ -115,8 +116,13 @@ func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Deli
 		if s.imp.Stage() == StageBottleneck {
 			pl.stats.Queued.add(v.Queued)
 		}
-		if v.Duplicates > 0 {
-			copies = append(copies, pendingCopies{from: i + 1, n: v.Duplicates, at: t})
+		// A copy is taken here, as tc netem does, so impairments after this
+		// one (a corrupt, say) treat it independently of the original.
+		for range v.Duplicates {
+			d := p.clone()
+			d.Duplicate = true
+			pl.stats.Duplicated++
+			copies = append(copies, pendingCopy{p: d, from: i + 1, at: t})
 		}
 	}
 	if !dropped {
@@ -133,12 +139,7 @@ func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Deli
 	}
 	// Copies follow the original through the rest of the link.
 	for _, c := range copies {
-		for range c.n {
-			d := p.clone()
-			d.Duplicate = true
-			pl.stats.Duplicated++
-			out = pl.run(d, c.at, c.from, out)
-		}
+		out = pl.run(c.p, c.at, c.from, out)
 	}
 	return out
 }
