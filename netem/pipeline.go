@@ -58,12 +58,18 @@ func (pl *pipeline) set(imps []Impairment) {
 	for i, imp := range ordered(imps) {
 		s := slot{imp: imp, env: Env{Epoch: pl.epoch}}
 		for j, o := range old {
-			if used[j] || o.imp.Kind() != imp.Kind() || o.imp == imp {
+			// A bottleneck inherits from the previous bottleneck whatever
+			// its kind, so a queue survives a switch from rate to trace.
+			sameRole := o.imp.Kind() == imp.Kind() ||
+				(imp.Stage() == StageBottleneck && o.imp.Stage() == StageBottleneck)
+			if used[j] || !sameRole || o.imp == imp {
 				continue
 			}
 			if h, ok := imp.(Inheritor); ok {
 				h.Inherit(o.imp)
-				s.env.Rand = o.env.Rand // the random sequence goes on too
+				if o.imp.Kind() == imp.Kind() {
+					s.env.Rand = o.env.Rand // the random sequence goes on too
+				}
 				used[j] = true
 			}
 			break
