@@ -19,6 +19,15 @@ type LinkConfig struct {
 	Epoch time.Time
 	// Impairments are in force from the start.
 	Impairments []Impairment
+	// Precise makes the link keep time with a kernel high-resolution timer
+	// instead of a runtime timer, for real-time use (the UDP proxy). Go's
+	// timers wake an idle process through epoll_wait, whose timeout is in
+	// whole milliseconds, so a runtime timer fires up to a millisecond
+	// late. A precise link arms a timerfd (Linux; elsewhere it falls back
+	// to a runtime timer) slightly early and spins the last stretch.
+	// Never set it inside a testing/synctest bubble: the kernel's clock is
+	// not the bubble's.
+	Precise bool
 	// Timeline lists later changes, each replacing the whole set of
 	// impairments at its instant. Phases must be in increasing order of At.
 	Timeline []Phase
@@ -34,6 +43,7 @@ var ErrClosed = errors.New("netem: link closed")
 type Link struct {
 	name    string
 	deliver func(*Packet)
+	precise bool
 
 	mu      sync.Mutex
 	pipe    *pipeline
@@ -71,6 +81,7 @@ func NewLink(cfg LinkConfig, deliver func(*Packet)) (*Link, error) {
 	l := &Link{
 		name:    cfg.Name,
 		deliver: deliver,
+		precise: cfg.Precise,
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -166,8 +177,12 @@ func (l *Link) Close() error {
 // earliest pending delivery.
 func (l *Link) loop() {
 	defer close(l.done)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := newLinkTimer(l.precise)
+	defer timer.close()
+	early := time.Duration(0)
+	if l.precise {
+		early = preciseEarly
+	}
 	var due []*Packet
 	for {
 		l.mu.Lock()
@@ -191,16 +206,23 @@ func (l *Link) loop() {
 		}
 		due = due[:0]
 
+		if wait >= 0 && wait <= early && len(due) == 0 {
+			// Woken early on purpose: spin to the instant. A new packet
+			// cannot be due earlier than that by more than early.
+			for time.Since(now) < wait {
+			}
+			continue
+		}
 		if wait >= 0 {
-			timer.Reset(wait)
+			timer.reset(wait - early)
 		} else {
-			timer.Stop()
+			timer.stop()
 		}
 		select {
 		case <-l.wake:
-		case <-timer.C:
+		case <-timer.c():
 		case <-l.closing:
-			timer.Stop()
+			timer.stop()
 			return
 		}
 	}

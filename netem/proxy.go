@@ -156,6 +156,9 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	if cfg.Reverse.Epoch.IsZero() {
 		cfg.Reverse.Epoch = start
 	}
+	// Real sockets, real time: keep it with the kernel's high-resolution
+	// timer (a runtime timer may fire a millisecond late).
+	cfg.Forward.Precise, cfg.Reverse.Precise = true, true
 	p := &Proxy{
 		target:      target,
 		maxClients:  cfg.MaxClients,

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package netem
+
+func newLinkTimer(bool) linkTimer { return newRuntimeTimer() }
