@@ -1,0 +1,489 @@
+package encoder_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/agent/capture"
+	"github.com/nuvirahub/latencylab/agent/encoder"
+	"github.com/nuvirahub/latencylab/agent/screen"
+)
+
+func refresh(k int64) time.Duration { return screen.Tick(k, 60) }
+
+func preset(t *testing.T, name string, change func(*encoder.Config)) *encoder.H264 {
+	t.Helper()
+	cfg, err := encoder.Preset(name)
+	require.NoError(t, err)
+	if change != nil {
+		change(&cfg)
+	}
+	e, err := encoder.New(1, cfg)
+	require.NoError(t, err)
+	return e
+}
+
+func opened(t *testing.T, name string, change func(*encoder.Config)) *encoder.H264 {
+	t.Helper()
+	e := preset(t, name, change)
+	require.NoError(t, e.Open())
+	return e
+}
+
+func newScreen(t *testing.T, seed uint64, phases ...screen.Phase) *screen.Model {
+	t.Helper()
+	m, err := screen.New(seed, screen.Config{Timeline: phases})
+	require.NoError(t, err)
+	return m
+}
+
+// run polls scr at every refresh until end and encodes every new image, as
+// the fixed pipeline does when the encoder is faster than the refresh, and
+// returns the frames.
+func run(t *testing.T, e encoder.Encoder, scr screen.Screen, end time.Duration) []encoder.Frame {
+	t.Helper()
+	epoch := time.Now()
+	var frames []encoder.Frame
+	var taken uint64
+	for k := int64(0); refresh(k) < end; k++ {
+		if now := time.Since(epoch); now > refresh(k) {
+			continue // the encoder was still busy at that refresh
+		}
+		time.Sleep(time.Until(epoch.Add(refresh(k))))
+		img, d := scr.Since(taken, refresh(k))
+		if d.Changed == 0 {
+			continue
+		}
+		f, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		frames = append(frames, f)
+		taken = img.Version
+	}
+	return frames
+}
+
+func TestEncodeTakesThePresetsTime(t *testing.T) {
+	for name, want := range map[string]time.Duration{
+		encoder.PresetOpenH264Asm: 9 * time.Millisecond,
+		encoder.PresetOpenH264:    19 * time.Millisecond,
+		encoder.PresetBusyPC:      130 * time.Millisecond,
+		encoder.PresetQuickSync:   4 * time.Millisecond,
+		encoder.PresetNVENC:       3 * time.Millisecond,
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := opened(t, name, nil)
+				scr := newScreen(t, 1)
+				img, d := scr.Since(0, 0)
+				start := time.Now()
+				f, err := e.Encode(encoder.Input{Image: img, Delta: d})
+				require.NoError(t, err)
+				require.Equal(t, want, time.Since(start))
+				require.Equal(t, want, f.EncodeTime)
+				require.Equal(t, start, f.Start)
+				require.Equal(t, start.Add(want), f.End)
+				require.Equal(t, name, f.Encoder)
+			})
+		})
+	}
+}
+
+func TestSizesFollowTheBitrate(t *testing.T) {
+	bytes := map[int]int{}
+	for _, bps := range []int{5_000_000, 10_000_000} {
+		synctest.Test(t, func(t *testing.T) {
+			e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Bitrate = bps })
+			frames := run(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), time.Second)
+			require.Len(t, frames, 60)
+			// The first frame is a keyframe of four frame budgets.
+			require.True(t, frames[0].Keyframe)
+			require.Equal(t, 20+int(math.Ceil(4*float64(bps)/60/8)), frames[0].Bytes)
+			for _, f := range frames[1:] {
+				require.False(t, f.Keyframe)
+				// One frame's budget, the animation needing far more.
+				require.InDelta(t, 20+float64(bps)/60/8, f.Bytes, 1)
+				require.False(t, f.Matched)
+				bytes[bps] += f.Bytes
+			}
+			// Bytes a second: the bitrate, plus the frames' overhead.
+			require.InDelta(t, float64(bps)/8*59/60, bytes[bps], 60*21)
+		})
+	}
+	ratio := float64(bytes[10_000_000]) / float64(bytes[5_000_000])
+	t.Logf("animation, 59 P-frames: %d bytes at 5 Mbit/s, %d at 10 Mbit/s: x%.4f", bytes[5_000_000], bytes[10_000_000], ratio)
+	require.InDelta(t, 2, ratio, 0.01)
+}
+
+func TestSlowEncoderSpendsTheBitrateOverFewerFrames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 130 ms encodes (N12): a frame at every 8th refresh (133 ms),
+		// each spending 133 ms of bitrate, so the output still follows the
+		// target.
+		e := opened(t, encoder.PresetBusyPC, nil)
+		frames := run(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), 2*time.Second)
+		require.Len(t, frames, 15)
+		total := 0
+		for i, f := range frames[1:] {
+			require.Equal(t, uint64(9+8*i), f.Version)
+			require.InDelta(t, 20+encoder.DefaultBitrate*(8.0/60)/8, f.Bytes, 1)
+			total += f.Bytes
+		}
+		require.InDelta(t, encoder.DefaultBitrate, float64(total)*8/(14*8.0/60), 0.01*encoder.DefaultBitrate)
+	})
+}
+
+func TestContentDecidesTheSize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetOpenH264Asm, nil)
+		scr := newScreen(t, 3, screen.Phase{At: time.Second, Source: screen.Typing{}})
+		img, d := scr.Since(0, 0)
+		key, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		require.True(t, key.Keyframe)
+
+		// The still desktop: nothing changed, a skip frame.
+		time.Sleep(refresh(6) - time.Since(key.Start))
+		img, d = scr.Since(img.Version, refresh(6))
+		require.Zero(t, d.Changed)
+		still, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		require.Equal(t, encoder.DefaultOverheadBytes, still.Bytes)
+		require.Equal(t, key.Quality, still.Quality)
+
+		// A keystroke: a few hundred bytes to a couple of kilobytes, all
+		// it needs, so the picture stays as good as it was.
+		next, ok := scr.Next(time.Second)
+		require.True(t, ok)
+		time.Sleep(next - time.Since(key.Start))
+		img, d = scr.Since(img.Version, next)
+		typed, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		want := 20 + int(math.Ceil(encoder.DefaultFullScreenBits*d.Changed*d.Complexity/8))
+		require.Equal(t, want, typed.Bytes)
+		require.Greater(t, typed.Bytes, 200)
+		require.Less(t, typed.Bytes, 3000)
+		require.GreaterOrEqual(t, typed.Quality, key.Quality)
+
+		// A keyframe on request: the whole screen again, four budgets of
+		// the time since the last frame.
+		e.RequestKeyframe()
+		time.Sleep(refresh(1))
+		again, err := e.Encode(encoder.Input{Image: img, Delta: screen.Delta{From: img.Version, To: img.Version}})
+		require.NoError(t, err)
+		require.True(t, again.Keyframe)
+		span := again.Start.Sub(typed.Start)
+		require.Equal(t, 20+int(math.Ceil(4*encoder.DefaultBitrate*span.Seconds()/8)), again.Bytes)
+		require.Greater(t, again.Bytes, 10*typed.Bytes)
+
+		// A delta that does not start from what the encoder sent: it cannot
+		// know what the viewer has, so it sends everything.
+		time.Sleep(refresh(1))
+		gap, err := e.Encode(encoder.Input{Image: img, Delta: screen.Delta{From: img.Version - 1, To: img.Version, Changed: 0.01, Complexity: 0.6}})
+		require.NoError(t, err)
+		require.True(t, gap.Keyframe)
+	})
+}
+
+func TestRefinementConvergesAndThenCostsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A photo on a 2 Mbit/s link (N15): the first frame is sent in a
+		// hurry, then up to 15 passes about every 100 ms.
+		const bps = 2_000_000
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Bitrate = bps })
+		epoch := time.Now()
+		scr := newScreen(t, 1, screen.Phase{At: time.Second, Source: screen.Photo{}})
+		img, d := scr.Since(0, 0)
+		_, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		time.Sleep(time.Until(epoch.Add(time.Second)))
+		photo, d := scr.Since(img.Version, time.Second)
+		first, err := e.Encode(encoder.Input{Image: photo, Delta: d})
+		require.NoError(t, err)
+		require.Equal(t, 20+bps/4/8, first.Bytes) // MaxSpan, 250 ms of bitrate
+		t.Logf("photo (%.3f of the screen): %6d bytes, quality %.3f", d.Changed, first.Bytes, first.Quality)
+
+		prev := first
+		for pass := 1; pass <= 15; pass++ {
+			time.Sleep(time.Until(epoch.Add(time.Second + time.Duration(pass)*100*time.Millisecond)))
+			f, err := e.Refine()
+			require.NoError(t, err)
+			t.Logf("pass %2d: %6d bytes, quality %.4f, matched %v", f.Pass, f.Bytes, f.Quality, f.Matched)
+			require.Equal(t, pass, f.Pass)
+			require.Equal(t, photo.Version, f.Version)
+			require.LessOrEqual(t, f.Bytes, prev.Bytes)
+			if f.Bytes > encoder.DefaultOverheadBytes {
+				require.Greater(t, f.Quality, prev.Quality)
+			} else {
+				require.Equal(t, prev.Quality, f.Quality)
+			}
+			prev = f
+		}
+		require.True(t, prev.Matched)
+		require.Equal(t, encoder.DefaultOverheadBytes, prev.Bytes)
+		require.InDelta(t, 1-1.0/256, prev.Quality, 1e-12)
+	})
+}
+
+func TestSetBitrateReconfiguresInOneToFourMilliseconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetQuickSync, nil)
+		twin := opened(t, encoder.PresetQuickSync, nil)
+		seen := map[time.Duration]bool{}
+		for i := range 20 {
+			bps := 1_000_000 + i*100_000
+			start := time.Now()
+			require.NoError(t, e.SetBitrate(bps))
+			took := time.Since(start)
+			require.GreaterOrEqual(t, took, time.Millisecond)
+			require.LessOrEqual(t, took, 4*time.Millisecond)
+			require.Equal(t, bps, e.Bitrate())
+			seen[took] = true
+			// The same seed draws the same times.
+			start = time.Now()
+			require.NoError(t, twin.SetBitrate(bps))
+			require.Equal(t, took, time.Since(start))
+		}
+		require.Greater(t, len(seen), 10)
+
+		// The same bitrate again is not a change.
+		start := time.Now()
+		require.NoError(t, e.SetBitrate(e.Bitrate()))
+		require.Zero(t, time.Since(start))
+
+		// An encode asked for during a reconfiguration waits for it, and
+		// the session goes on: no keyframe, no freeze.
+		scr := newScreen(t, 1)
+		img, d := scr.Since(0, 0)
+		_, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		done := make(chan time.Time)
+		go func() {
+			require.NoError(t, e.SetBitrate(3_000_000))
+			done <- time.Now()
+		}()
+		time.Sleep(500 * time.Microsecond)
+		f, err := e.Encode(encoder.Input{Image: img, Delta: screen.Delta{From: img.Version, To: img.Version}})
+		require.NoError(t, err)
+		reconfigured := <-done
+		require.False(t, f.Keyframe)
+		require.Equal(t, 3_000_000, f.Bitrate)
+		require.Equal(t, reconfigured.Sub(f.Start), f.Waited)
+		require.Equal(t, f.Waited+4*time.Millisecond, f.End.Sub(f.Start))
+	})
+}
+
+func TestOldBitrateChangeRestartsAndFreezesTheImage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetQuickSync, func(c *encoder.Config) { c.OldRestartOnBitrateChange = true })
+		scr := newScreen(t, 1, screen.Phase{Source: screen.Animation{}})
+		epoch := time.Now()
+		var taken uint64
+		var lastGood, firstBack time.Duration
+		var frozen int
+		var back encoder.Frame
+		for k := int64(0); refresh(k) < 2*time.Second && firstBack == 0; k++ {
+			time.Sleep(time.Until(epoch.Add(refresh(k))))
+			if k == 30 {
+				start := time.Now()
+				require.NoError(t, e.SetBitrate(2_000_000))
+				require.Zero(t, time.Since(start)) // returns at once; the session is down
+			}
+			img, d := scr.Since(taken, refresh(k))
+			f, err := e.Encode(encoder.Input{Image: img, Delta: d})
+			if err != nil {
+				var un *encoder.UnavailableError
+				require.ErrorAs(t, err, &un)
+				require.ErrorIs(t, err, encoder.ErrUnavailable)
+				require.Equal(t, epoch.Add(refresh(30)+time.Second), un.Until)
+				frozen++
+				continue
+			}
+			taken = img.Version
+			if k < 30 {
+				lastGood = refresh(k)
+			} else {
+				firstBack, back = refresh(k), f
+			}
+		}
+		freeze := firstBack - lastGood
+		t.Logf("old: the image stopped for %v (%d refreshes without a frame)", freeze, frozen)
+		require.Equal(t, 60, frozen)
+		require.Equal(t, refresh(90)-refresh(29), freeze)
+		// The new session starts with a keyframe at the new bitrate.
+		require.True(t, back.Keyframe)
+		require.Equal(t, 2_000_000, back.Bitrate)
+		// Its rate control starts afresh: four budgets of one frame.
+		require.Equal(t, 20+int(math.Ceil(4*2e6/60/8)), back.Bytes)
+		// Refining is unavailable too.
+		require.NoError(t, e.SetBitrate(1_000_000))
+		_, err := e.Refine()
+		require.ErrorIs(t, err, encoder.ErrUnavailable)
+	})
+}
+
+func TestHardwareEncodeHoldsTheSharedDevice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dev := capture.NewDevice()
+		hw := opened(t, encoder.PresetNVENC, func(c *encoder.Config) { c.Device = dev })
+		sw := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Device = dev })
+		img, d := newScreen(t, 1).Since(0, 0)
+		dev.Lock()
+		go func() {
+			time.Sleep(5 * time.Millisecond) // a capture holding the device
+			dev.Unlock()
+		}()
+		f, err := sw.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		require.Zero(t, f.LockWait) // software does not need the device
+		f, err = hw.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		require.Zero(t, f.LockWait) // the 5 ms passed during the software encode
+		// Now hold it against the hardware encoder.
+		dev.Lock()
+		go func() {
+			time.Sleep(5 * time.Millisecond)
+			dev.Unlock()
+		}()
+		f, err = hw.Encode(encoder.Input{Image: img, Delta: screen.Delta{From: 1, To: 1}})
+		require.NoError(t, err)
+		require.Equal(t, 5*time.Millisecond, f.LockWait)
+		require.Equal(t, 8*time.Millisecond, f.End.Sub(f.Start))
+		// While it encodes, the device is busy.
+		done := make(chan struct{})
+		go func() {
+			_, err := hw.Encode(encoder.Input{Image: img, Delta: screen.Delta{From: 1, To: 1}})
+			require.NoError(t, err)
+			close(done)
+		}()
+		synctest.Wait()
+		require.Equal(t, 3*time.Millisecond, dev.Acquire())
+		dev.Unlock()
+		<-done
+	})
+}
+
+func TestProbeFallsBackToSoftware(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		qsv := preset(t, encoder.PresetQuickSync, func(c *encoder.Config) { c.Absent = true })
+		nv := preset(t, encoder.PresetNVENC, func(c *encoder.Config) {
+			c.OpenFailure = "MFT activation failed (0xC00D36B4)"
+			c.OpenTime = 40 * time.Millisecond
+		})
+		sw := preset(t, encoder.PresetOpenH264Asm, nil)
+		got, tried, err := encoder.Probe([]encoder.Encoder{qsv, nv}, sw)
+		require.NoError(t, err)
+		require.Same(t, sw, got)
+		require.Len(t, tried, 3)
+		require.Equal(t, "quicksync", tried[0].Name)
+		require.True(t, tried[0].Hardware)
+		require.ErrorIs(t, tried[0].Err, encoder.ErrAbsent)
+		require.Zero(t, tried[0].Took)
+		require.ErrorIs(t, tried[1].Err, encoder.ErrOpenFailed)
+		require.ErrorContains(t, tried[1].Err, "0xC00D36B4")
+		require.Equal(t, 40*time.Millisecond, tried[1].Took)
+		require.Equal(t, encoder.Attempt{Name: "openh264-asm"}, tried[2])
+		require.Equal(t, "quicksync: encoder: hardware absent; "+
+			"nvenc: encoder: failed to open: MFT activation failed (0xC00D36B4); openh264-asm: ok", tried.String())
+		// The failed ones stay closed.
+		_, err = qsv.Encode(encoder.Input{})
+		require.ErrorIs(t, err, encoder.ErrNotOpen)
+
+		// Hardware that opens wins.
+		hw := preset(t, encoder.PresetQuickSync, nil)
+		got, tried, err = encoder.Probe([]encoder.Encoder{hw}, preset(t, encoder.PresetOpenH264Asm, nil))
+		require.NoError(t, err)
+		require.Same(t, hw, got)
+		require.Len(t, tried, 1)
+
+		// Nothing opens, no fallback.
+		_, tried, err = encoder.Probe([]encoder.Encoder{preset(t, encoder.PresetNVENC, func(c *encoder.Config) { c.Absent = true })}, nil)
+		require.ErrorIs(t, err, encoder.ErrNoEncoder)
+		require.ErrorIs(t, errors.Unwrap(err), encoder.ErrNoEncoder)
+		require.Len(t, tried, 1)
+	})
+}
+
+func TestSameSeedSameFrames(t *testing.T) {
+	encode := func(seed uint64) []encoder.Frame {
+		var frames []encoder.Frame
+		synctest.Test(t, func(t *testing.T) {
+			e, err := encoder.New(seed, encoder.Config{Name: "jittery", EncodeTime: encoder.Normal(12*time.Millisecond, 3*time.Millisecond)})
+			require.NoError(t, err)
+			require.NoError(t, e.Open())
+			scr := newScreen(t, seed, screen.Phase{Source: screen.Typing{}}, screen.Phase{At: time.Second, Source: screen.Video{}})
+			frames = run(t, e, scr, 2*time.Second)
+			for i := range frames {
+				// Instants differ between bubbles only by where each
+				// started; keep what the model decided.
+				frames[i].Start, frames[i].End = time.Time{}, time.Time{}
+			}
+		})
+		return frames
+	}
+	a, b, c := encode(1), encode(1), encode(2)
+	require.Equal(t, a, b)
+	require.NotEqual(t, a, c)
+	var times []time.Duration
+	for _, f := range a {
+		times = append(times, f.EncodeTime)
+	}
+	require.NotEqual(t, times[0], times[1])
+}
+
+func TestEncodeTimeFromAList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := encoder.New(1, encoder.Config{EncodeTime: encoder.Cycle(5*time.Millisecond, 10*time.Millisecond, 15*time.Millisecond)})
+		require.NoError(t, err)
+		require.NoError(t, e.Open())
+		img, d := newScreen(t, 1).Since(0, 0)
+		_, err = e.Refine()
+		require.ErrorIs(t, err, encoder.ErrNoImage)
+		var got []time.Duration
+		f, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		got = append(got, f.EncodeTime)
+		for range 4 {
+			f, err := e.Refine()
+			require.NoError(t, err)
+			got = append(got, f.End.Sub(f.Start))
+		}
+		ms := time.Millisecond
+		require.Equal(t, []time.Duration{5 * ms, 10 * ms, 15 * ms, 5 * ms, 10 * ms}, got)
+	})
+}
+
+func TestClosedEncoderRefuses(t *testing.T) {
+	e := preset(t, encoder.PresetOpenH264Asm, nil)
+	_, err := e.Encode(encoder.Input{})
+	require.ErrorIs(t, err, encoder.ErrNotOpen)
+	require.ErrorIs(t, e.SetBitrate(1), encoder.ErrNotOpen)
+	require.ErrorIs(t, e.SetBitrate(0), encoder.ErrConfig)
+	require.NoError(t, e.Open())
+	require.NoError(t, e.Close())
+	_, err = e.Refine()
+	require.ErrorIs(t, err, encoder.ErrNotOpen)
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, err := encoder.Preset("x265")
+	require.ErrorIs(t, err, encoder.ErrConfig)
+	require.Equal(t, []string{"busy-pc", "nvenc", "openh264", "openh264-asm", "quicksync"}, encoder.PresetNames())
+	for name, cfg := range map[string]encoder.Config{
+		"kind":     {EncodeTime: encoder.Dist{Kind: "pareto"}},
+		"uniform":  {EncodeTime: encoder.Uniform(4*time.Millisecond, time.Millisecond)},
+		"list":     {EncodeTime: encoder.Dist{Kind: encoder.DistList}},
+		"negative": {EncodeTime: encoder.Constant(-time.Millisecond)},
+		"bitrate":  {Bitrate: -1},
+		"span":     {MaxSpan: time.Millisecond},
+		"keyframe": {KeyframeFactor: 0.5},
+		"bits":     {FullScreenBits: -1},
+	} {
+		_, err := encoder.New(1, cfg)
+		require.ErrorIs(t, err, encoder.ErrConfig, name)
+	}
+}
