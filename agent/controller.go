@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/nuvirahub/latencylab/internal/wire"
+)
+
+// Controller decides the video bitrate from the viewer's reports (N1: every
+// 250 ms, the median and minimum latency and their network part). The ABR
+// (finding N10 and its fixes) is one; Fixed is the simplest.
+type Controller interface {
+	// Report feeds one viewer report, received at now (agent's true time).
+	Report(now time.Time, r wire.Report)
+	// Bitrate is the target bitrate in bits per second at now.
+	Bitrate(now time.Time) int64
+}
+
+// Fixed keeps one bitrate, whatever the reports say (the N9 set-up).
+type Fixed struct {
+	// Bps is the bitrate in bits per second.
+	Bps int64
+}
+
+// Report implements Controller: a fixed bitrate ignores reports.
+func (Fixed) Report(time.Time, wire.Report) {}
+
+// Bitrate implements Controller.
+func (f Fixed) Bitrate(time.Time) int64 { return f.Bps }
+
+// Steps changes the bitrate at given instants after the session start and
+// otherwise ignores reports: a scripted controller for tests of what a
+// bitrate change costs (N16).
+type Steps struct {
+	// Start is the session's start; offsets count from it.
+	Start time.Time
+	// Initial is the bitrate before the first step.
+	Initial int64
+	// At and Bps list the steps, in increasing order of At.
+	At  []time.Duration
+	Bps []int64
+}
+
+// Report implements Controller.
+func (Steps) Report(time.Time, wire.Report) {}
+
+// Bitrate implements Controller.
+func (s Steps) Bitrate(now time.Time) int64 {
+	b := s.Initial
+	for i, at := range s.At {
+		if now.Sub(s.Start) >= at {
+			b = s.Bps[i]
+		}
+	}
+	return b
+}

@@ -1,0 +1,248 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nuvirahub/latencylab/agent/capture"
+	"github.com/nuvirahub/latencylab/agent/encoder"
+	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/internal/wire"
+)
+
+// Skip reasons recorded in the ground truth and the counters.
+const (
+	SkipSendCap     = "send-cap"            // too many bytes unacknowledged (N8)
+	SkipUnavailable = "encoder-unavailable" // the encoder is restarting (N16)
+)
+
+// pipeline is one run of the agent's capture-encode-send loop.
+type pipeline struct {
+	agent   *Agent
+	sender  *sender
+	control *control
+
+	lastNew time.Time // when the last new image finished encoding
+	passes  int       // refinement passes since then
+}
+
+// wait sleeps until t; false if the session ended first.
+func wait(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// nextTick is the first display refresh strictly after now.
+func (p *pipeline) nextTick(now time.Time) time.Time {
+	a := p.agent
+	return a.epoch.Add(screen.NextTick(now.Sub(a.epoch)+1, a.cfg.Refresh))
+}
+
+// prepare applies the controller's bitrate and a keyframe request before
+// an encode.
+func (p *pipeline) prepare() {
+	a := p.agent
+	if b := int(a.cfg.Controller.Bitrate(time.Now())); b != a.enc.Bitrate() {
+		a.enc.SetBitrate(b) // reconfigures (1-4 ms) or, in the old behaviour, restarts
+		a.mu.Lock()
+		a.counters.BitrateChanges++
+		a.mu.Unlock()
+	}
+	if p.control.takeKeyframeRequest() {
+		a.enc.RequestKeyframe()
+	}
+}
+
+func (p *pipeline) skip(reason string) {
+	a := p.agent
+	a.mu.Lock()
+	a.counters.Skipped[reason]++
+	a.mu.Unlock()
+	a.cfg.Recorder.Event(groundtruth.Event{At: time.Now(), Kind: "skip", Reason: reason})
+}
+
+// refineDue reports whether a refinement pass is due at now (N15).
+func (p *pipeline) refineDue(now time.Time) (time.Time, bool) {
+	a := p.agent
+	if a.cfg.NoRefine || p.lastNew.IsZero() || p.passes >= a.cfg.RefinePasses {
+		return time.Time{}, false
+	}
+	at := p.lastNew.Add(time.Duration(p.passes+1) * a.cfg.RefineEvery)
+	return at, !now.Before(at)
+}
+
+// run is the fixed pipeline (N7): wait for the encoder to be free (it is,
+// when the loop comes round), then take the most recent image; poll again
+// at the next refresh when nothing is new.
+func (p *pipeline) run(ctx context.Context) {
+	a := p.agent
+	for ctx.Err() == nil {
+		p.prepare()
+		now := time.Now()
+		if p.sender.full() {
+			p.skip(SkipSendCap)
+			wait(ctx, p.nextTick(now))
+			continue
+		}
+		prev := a.capturer.Last().Version
+		f := a.capturer.Grab()
+		if f.New {
+			conv := a.capturer.Convert()
+			fr, err := a.enc.Encode(encoder.Input{Image: f.Image, Delta: f.Delta})
+			if err != nil {
+				a.capturer.Rewind(prev) // the changes are still to be sent
+				p.encodeFailed(ctx, err)
+				continue
+			}
+			p.emit(ctx, &f, &conv, fr)
+			continue // the encoder is free again: look for a newer image at once
+		}
+		if _, due := p.refineDue(time.Now()); due {
+			p.refine(ctx)
+			continue
+		}
+		next := p.nextTick(time.Now())
+		if at, ok := p.refineDue(next); ok && at.Before(next) {
+			next = at
+		}
+		wait(ctx, next)
+	}
+}
+
+// runCaptureFirst is the documented old pipeline (N7): a capture loop takes
+// an image at every refresh and hands it over; the image waits in front of
+// the encoder until the encoder is free, and is old when encoded.
+func (p *pipeline) runCaptureFirst(ctx context.Context) {
+	a := p.agent
+	images := make(chan capture.Frame) // unbuffered: the image waits for the encoder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for wait(ctx, p.nextTick(time.Now())) {
+			if p.sender.full() {
+				p.skip(SkipSendCap)
+				continue
+			}
+			f := a.capturer.Grab()
+			if !f.New {
+				continue
+			}
+			select {
+			case images <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() { <-done }()
+	for {
+		var refine <-chan time.Time // nil: no pass due, never ready
+		var timer *time.Timer
+		if at, _ := p.refineDue(time.Now()); !at.IsZero() {
+			timer = time.NewTimer(time.Until(at))
+			refine = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-images:
+			p.prepare()
+			conv := a.capturer.Convert()
+			fr, err := a.enc.Encode(encoder.Input{Image: f.Image, Delta: f.Delta})
+			if err != nil {
+				p.encodeFailed(ctx, err)
+			} else {
+				p.emit(ctx, &f, &conv, fr)
+			}
+		case <-refine:
+			p.prepare()
+			p.refine(ctx)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// encodeFailed handles an encoder that cannot take a frame: during the old
+// restart (N16) the image freezes; the frame is skipped and retried at the
+// next refresh.
+func (p *pipeline) encodeFailed(ctx context.Context, err error) {
+	if errors.Is(err, encoder.ErrUnavailable) {
+		p.skip(SkipUnavailable)
+	} else {
+		p.skip(err.Error())
+	}
+	wait(ctx, p.nextTick(time.Now()))
+}
+
+// refine sends one refinement pass over the unchanged image (N15). Its
+// capture time is the pass's own start: the screen has not changed, so the
+// image is current then.
+func (p *pipeline) refine(ctx context.Context) {
+	p.passes++
+	fr, err := p.agent.enc.Refine()
+	if err != nil {
+		p.encodeFailed(ctx, err)
+		return
+	}
+	p.emit(ctx, nil, nil, fr)
+}
+
+// emit records a frame's ground truth and sends it.
+func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Conversion, fr encoder.Frame) {
+	a := p.agent
+	a.mu.Lock()
+	a.seq++
+	seq := a.seq
+	a.counters.Frames++
+	a.counters.Bytes += int64(fr.Bytes)
+	if fr.Pass > 0 {
+		a.counters.Refinements++
+	}
+	a.mu.Unlock()
+
+	captured := fr.Start
+	if f != nil {
+		captured = f.End
+		p.lastNew, p.passes = fr.End, 0
+	}
+	h := wire.FrameHeader{
+		Seq:         seq,
+		Capture:     a.cfg.Clock.At(captured),
+		EncodeStart: a.cfg.Clock.At(fr.Start),
+		EncodeEnd:   a.cfg.Clock.At(fr.End),
+		Pass:        uint8(min(fr.Pass, 255)),
+		Quality:     uint16(min(max(fr.Quality, 0), 1) * 1000),
+		Payload:     uint32(fr.Bytes),
+	}
+	if fr.Keyframe {
+		h.Flags |= wire.FlagKeyframe
+	}
+	if fr.Pass > 0 {
+		h.Flags |= wire.FlagRefine
+	}
+	a.cfg.Recorder.Update(seq, func(g *groundtruth.Frame) {
+		g.Pass, g.Keyframe, g.Bytes, g.Quality = fr.Pass, fr.Keyframe, fr.Bytes, fr.Quality
+		g.Captured, g.EncodeStart, g.EncodeEnd = captured, fr.Start, fr.End
+		if f != nil {
+			g.ContentAt = a.epoch.Add(f.Image.At)
+		}
+		if conv != nil {
+			g.ConvertStart, g.ConvertEnd = conv.Start, conv.End
+		}
+	})
+	p.sender.send(ctx, h)
+}

@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/internal/wire"
+)
+
+// DefaultSendCap is the cap on bytes sent but not yet acknowledged by the
+// viewer (N8: 256 KB). Beyond it the agent skips frames instead of queueing.
+const DefaultSendCap = 256 << 10
+
+// sender puts frames on the wire: one unidirectional QUIC stream per frame,
+// so a lost packet of one frame never holds back the next. Each frame is
+// written by its own goroutine, because a QUIC stream write blocks until
+// congestion control lets the data out and the pipeline must not.
+type sender struct {
+	conn     *quic.Conn
+	recorder *groundtruth.Recorder
+	cap      int
+
+	mu      sync.Mutex
+	unacked int            // bytes handed to QUIC, not yet acknowledged
+	pending map[uint64]int // frame -> bytes, until its Ack
+	sent    struct{ frames, bytes int64 }
+	wg      sync.WaitGroup
+}
+
+func newSender(conn *quic.Conn, rec *groundtruth.Recorder, cap int) *sender {
+	if cap <= 0 {
+		cap = DefaultSendCap
+	}
+	return &sender{conn: conn, recorder: rec, cap: cap, pending: map[uint64]int{}}
+}
+
+// full reports whether the cap is reached: the next frame must be skipped.
+func (s *sender) full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unacked >= s.cap
+}
+
+// unackedBytes is what the viewer has not yet acknowledged.
+func (s *sender) unackedBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unacked
+}
+
+// send writes a frame of payload bytes after its header, on a new stream.
+func (s *sender) send(ctx context.Context, h wire.FrameHeader) {
+	total := wire.FrameHeaderSize + int(h.Payload)
+	s.mu.Lock()
+	s.unacked += total
+	s.pending[h.Seq] = total
+	s.sent.frames++
+	s.sent.bytes += int64(total)
+	s.mu.Unlock()
+	s.recorder.Update(h.Seq, func(f *groundtruth.Frame) { f.Sent = time.Now() })
+	s.wg.Go(func() {
+		st, err := s.conn.OpenUniStreamSync(ctx)
+		if err != nil {
+			return // the session is ending
+		}
+		// The payload stands for coded video; its content does not matter,
+		// only its size and the instants it crosses the network.
+		buf := make([]byte, total)
+		wire.AppendFrameHeader(buf[:0], h)
+		if _, err := st.Write(buf); err != nil {
+			st.CancelWrite(0)
+			return
+		}
+		st.Close()
+	})
+}
+
+// ack releases a frame's bytes from the cap.
+func (s *sender) ack(seq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.pending[seq]; ok {
+		s.unacked -= n
+		delete(s.pending, seq)
+	}
+}
+
+// wait waits for every frame's goroutine.
+func (s *sender) wait() { s.wg.Wait() }
