@@ -12,6 +12,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/capture"
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/dist"
 )
 
 func refresh(k int64) time.Duration { return screen.Tick(k, 60) }
@@ -412,7 +413,7 @@ func TestSameSeedSameFrames(t *testing.T) {
 	encode := func(seed uint64) []encoder.Frame {
 		var frames []encoder.Frame
 		synctest.Test(t, func(t *testing.T) {
-			e, err := encoder.New(seed, encoder.Config{Name: "jittery", EncodeTime: encoder.Normal(12*time.Millisecond, 3*time.Millisecond)})
+			e, err := encoder.New(seed, encoder.Config{Name: "jittery", EncodeTime: dist.Normal(12*time.Millisecond, 3*time.Millisecond)})
 			require.NoError(t, err)
 			require.NoError(t, e.Open())
 			scr := newScreen(t, seed, screen.Phase{Source: screen.Typing{}}, screen.Phase{At: time.Second, Source: screen.Video{}})
@@ -437,7 +438,7 @@ func TestSameSeedSameFrames(t *testing.T) {
 
 func TestEncodeTimeFromAList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := encoder.New(1, encoder.Config{EncodeTime: encoder.Cycle(5*time.Millisecond, 10*time.Millisecond, 15*time.Millisecond)})
+		e, err := encoder.New(1, encoder.Config{EncodeTime: dist.List(5*time.Millisecond, 10*time.Millisecond, 15*time.Millisecond)})
 		require.NoError(t, err)
 		require.NoError(t, e.Open())
 		img, d := newScreen(t, 1).Since(0, 0)
@@ -474,14 +475,15 @@ func TestConfigErrors(t *testing.T) {
 	require.ErrorIs(t, err, encoder.ErrConfig)
 	require.Equal(t, []string{"busy-pc", "nvenc", "openh264", "openh264-asm", "quicksync"}, encoder.PresetNames())
 	for name, cfg := range map[string]encoder.Config{
-		"kind":     {EncodeTime: encoder.Dist{Kind: "pareto"}},
-		"uniform":  {EncodeTime: encoder.Uniform(4*time.Millisecond, time.Millisecond)},
-		"list":     {EncodeTime: encoder.Dist{Kind: encoder.DistList}},
-		"negative": {EncodeTime: encoder.Constant(-time.Millisecond)},
-		"bitrate":  {Bitrate: -1},
-		"span":     {MaxSpan: time.Millisecond},
-		"keyframe": {KeyframeFactor: 0.5},
-		"bits":     {FullScreenBits: -1},
+		"clamp":       {EncodeTime: dist.Duration{Mean: 12 * time.Millisecond, SD: 3 * time.Millisecond, Min: 5 * time.Millisecond, Max: 2 * time.Millisecond}},
+		"uniform":     {EncodeTime: dist.Uniform(4*time.Millisecond, time.Millisecond)},
+		"list":        {EncodeTime: dist.List()},
+		"negative":    {EncodeTime: dist.Constant(-time.Millisecond)},
+		"reconfigure": {Reconfigure: dist.Uniform(-time.Millisecond, time.Millisecond)},
+		"bitrate":     {Bitrate: -1},
+		"span":        {MaxSpan: time.Millisecond},
+		"keyframe":    {KeyframeFactor: 0.5},
+		"bits":        {FullScreenBits: -1},
 	} {
 		_, err := encoder.New(1, cfg)
 		require.ErrorIs(t, err, encoder.ErrConfig, name)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/dist"
 	"github.com/nuvirahub/latencylab/internal/seeded"
 )
 
@@ -52,7 +53,7 @@ const (
 
 // DefaultReconfigure is how long reconfiguring the bitrate of the running
 // session takes (N16: 1-4 ms), drawn uniformly.
-var DefaultReconfigure = Uniform(time.Millisecond, 4*time.Millisecond)
+var DefaultReconfigure = dist.Uniform(time.Millisecond, 4*time.Millisecond)
 
 // matchLevels is the ratio of the error of a picture that received nothing to
 // one that received its whole need: 256, one step of an 8-bit sample.
@@ -78,8 +79,9 @@ type Config struct {
 	// OpenTime is how long Open takes; zero means at once.
 	OpenTime time.Duration
 	// EncodeTime is the distribution of an encode's time (every frame and
-	// every refinement pass); zero means a constant DefaultEncodeTime.
-	EncodeTime Dist
+	// every refinement pass); unset (the zero value) means a constant
+	// DefaultEncodeTime, and dist.Constant(0) encodes instantly.
+	EncodeTime dist.Duration
 	// Bitrate is the starting target in bits per second; zero means
 	// DefaultBitrate.
 	Bitrate int
@@ -99,8 +101,8 @@ type Config struct {
 	// DefaultOverheadBytes, negative means none.
 	OverheadBytes int
 	// Reconfigure is the distribution of a bitrate reconfiguration's time;
-	// zero means DefaultReconfigure.
-	Reconfigure Dist
+	// unset (the zero value) means DefaultReconfigure.
+	Reconfigure dist.Duration
 	// OldRestartOnBitrateChange restores the documented old behaviour
 	// (N16): a bitrate change restarts the session, which is unavailable
 	// for Restart and then starts again with a keyframe.
@@ -161,8 +163,8 @@ type H264 struct {
 	// bubble. Everything below belongs to its holder.
 	gate         chan struct{}
 	open         bool
-	encodeTime   sampler
-	reconfigure  sampler
+	encodeTime   *dist.Sampler
+	reconfigure  *dist.Sampler
 	restartUntil time.Time
 	have         bool         // an image was encoded in this session
 	last         screen.Image // the image the viewer's picture is of
@@ -179,12 +181,8 @@ func New(seed uint64, cfg Config) (*H264, error) {
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
-	if cfg.EncodeTime.isZero() {
-		cfg.EncodeTime = Constant(DefaultEncodeTime)
-	}
-	if cfg.Reconfigure.isZero() {
-		cfg.Reconfigure = DefaultReconfigure
-	}
+	cfg.EncodeTime = cfg.EncodeTime.Or(dist.Constant(DefaultEncodeTime))
+	cfg.Reconfigure = cfg.Reconfigure.Or(DefaultReconfigure)
 	if cfg.Bitrate == 0 {
 		cfg.Bitrate = DefaultBitrate
 	}
@@ -211,10 +209,10 @@ func New(seed uint64, cfg Config) (*H264, error) {
 	}
 	minSpan := time.Duration(math.Round(1e9 / cfg.FrameRate))
 	var errs []error
-	if err := cfg.EncodeTime.check(); err != nil {
+	if err := cfg.EncodeTime.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("encode time: %w", err))
 	}
-	if err := cfg.Reconfigure.check(); err != nil {
+	if err := cfg.Reconfigure.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("reconfigure: %w", err))
 	}
 	if cfg.Bitrate < 0 {
@@ -250,8 +248,8 @@ func New(seed uint64, cfg Config) (*H264, error) {
 		restart:     cfg.Restart,
 		old:         cfg.OldRestartOnBitrateChange,
 		gate:        make(chan struct{}, 1),
-		encodeTime:  sampler{d: cfg.EncodeTime, rng: seeded.New(seed, cfg.Name, "encode-time")},
-		reconfigure: sampler{d: cfg.Reconfigure, rng: seeded.New(seed, cfg.Name, "reconfigure")},
+		encodeTime:  cfg.EncodeTime.Sampler(seeded.New(seed, cfg.Name, "encode-time")),
+		reconfigure: cfg.Reconfigure.Sampler(seeded.New(seed, cfg.Name, "reconfigure")),
 	}
 	if !e.hardware {
 		e.dev = nil // software encodes on the processor: no device lock
@@ -331,7 +329,7 @@ func (e *H264) SetBitrate(bps int) error {
 		e.lastStart = time.Time{} // a new rate control: its first frame has one frame's budget
 		return nil
 	}
-	d := e.reconfigure.next()
+	d := e.reconfigure.Next()
 	if e.dev != nil {
 		e.dev.Lock()
 		defer e.dev.Unlock()
@@ -444,7 +442,7 @@ func (e *H264) finish(f Frame, start time.Time, bits float64) Frame {
 		f.Matched = e.spent >= e.need
 	}
 	f.Waited = start.Sub(f.Start)
-	f.EncodeTime = e.encodeTime.next()
+	f.EncodeTime = e.encodeTime.Next()
 	if e.dev != nil {
 		t := time.Now()
 		e.dev.Lock()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nuvirahub/latencylab/internal/dist"
 )
 
 // The presets' names.
@@ -27,11 +29,11 @@ const (
 // ms", inside the 38 ms end to end of N20): they are this lab's assumption,
 // to be replaced by a measurement when there is one.
 var presets = map[string]Config{
-	PresetOpenH264Asm: {Name: PresetOpenH264Asm, EncodeTime: Constant(9 * time.Millisecond)},
-	PresetOpenH264:    {Name: PresetOpenH264, EncodeTime: Constant(19 * time.Millisecond)},
-	PresetBusyPC:      {Name: PresetBusyPC, EncodeTime: Constant(130 * time.Millisecond)},
-	PresetQuickSync:   {Name: PresetQuickSync, Hardware: true, EncodeTime: Constant(4 * time.Millisecond)},
-	PresetNVENC:       {Name: PresetNVENC, Hardware: true, EncodeTime: Constant(3 * time.Millisecond)},
+	PresetOpenH264Asm: {Name: PresetOpenH264Asm, EncodeTime: dist.Constant(9 * time.Millisecond)},
+	PresetOpenH264:    {Name: PresetOpenH264, EncodeTime: dist.Constant(19 * time.Millisecond)},
+	PresetBusyPC:      {Name: PresetBusyPC, EncodeTime: dist.Constant(130 * time.Millisecond)},
+	PresetQuickSync:   {Name: PresetQuickSync, Hardware: true, EncodeTime: dist.Constant(4 * time.Millisecond)},
+	PresetNVENC:       {Name: PresetNVENC, Hardware: true, EncodeTime: dist.Constant(3 * time.Millisecond)},
 }
 
 // PresetNames lists the presets, sorted.
