@@ -28,11 +28,12 @@ func (Fixed) Report(time.Time, wire.Report) {}
 // Bitrate implements Controller.
 func (f Fixed) Bitrate(time.Time) int64 { return f.Bps }
 
-// Steps changes the bitrate at given instants after the session start and
-// otherwise ignores reports: a scripted controller for tests of what a
-// bitrate change costs (N16).
+// Steps changes the bitrate at given instants and otherwise ignores
+// reports: a scripted controller for tests of what a bitrate change costs
+// (N16). Use it as a pointer: it remembers when it was first asked.
 type Steps struct {
-	// Start is the session's start; offsets count from it.
+	// Start is time zero of the steps; zero means the first call (the agent
+	// asks when it starts).
 	Start time.Time
 	// Initial is the bitrate before the first step.
 	Initial int64
@@ -42,10 +43,13 @@ type Steps struct {
 }
 
 // Report implements Controller.
-func (Steps) Report(time.Time, wire.Report) {}
+func (*Steps) Report(time.Time, wire.Report) {}
 
 // Bitrate implements Controller.
-func (s Steps) Bitrate(now time.Time) int64 {
+func (s *Steps) Bitrate(now time.Time) int64 {
+	if s.Start.IsZero() {
+		s.Start = now
+	}
 	b := s.Initial
 	for i, at := range s.At {
 		if now.Sub(s.Start) >= at {

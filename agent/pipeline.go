@@ -128,11 +128,20 @@ func (p *pipeline) runCaptureFirst(ctx context.Context) {
 	a := p.agent
 	images := make(chan capture.Frame) // unbuffered: the image waits for the encoder
 	done := make(chan struct{})
+	// The old capture loop polls at the refresh; with the old capture call
+	// (N6) the call itself is the wait (AcquireNextFrame with a timeout),
+	// so the loop calls it again at once, and the device lock is taken
+	// again as soon as it is released.
+	pace := func() bool { return wait(ctx, p.nextTick(time.Now())) }
+	if a.cfg.Capture.OldWaitForFrame {
+		pace = func() bool { return ctx.Err() == nil }
+	}
 	go func() {
 		defer close(done)
-		for wait(ctx, p.nextTick(time.Now())) {
+		for pace() {
 			if p.sender.full() {
 				p.skip(SkipSendCap)
+				wait(ctx, p.nextTick(time.Now()))
 				continue
 			}
 			f := a.capturer.Grab()
