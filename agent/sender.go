@@ -65,7 +65,8 @@ func (s *sender) send(ctx context.Context, h wire.FrameHeader) {
 	s.wg.Go(func() {
 		st, err := s.conn.OpenUniStreamSync(ctx)
 		if err != nil {
-			return // the session is ending
+			s.ack(h.Seq) // never sent: no Ack will come for it
+			return       // the session is ending
 		}
 		// The payload stands for coded video; its content does not matter,
 		// only its size and the instants it crosses the network.
@@ -73,6 +74,7 @@ func (s *sender) send(ctx context.Context, h wire.FrameHeader) {
 		wire.AppendFrameHeader(buf[:0], h)
 		if _, err := st.Write(buf); err != nil {
 			st.CancelWrite(0)
+			s.ack(h.Seq) // the viewer drops a reset frame without an Ack
 			return
 		}
 		st.Close()
