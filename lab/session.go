@@ -110,8 +110,8 @@ func Median(ds []time.Duration) time.Duration {
 	return s[(len(s)-1)/2]
 }
 
-// Run runs a session. Inside a synctest bubble it runs in virtual time.
-func Run(s Session) (*Result, error) {
+// RunSession runs a session. Inside a synctest bubble it runs in virtual time.
+func RunSession(s Session) (*Result, error) {
 	if s.Duration <= 0 {
 		return nil, errors.New("lab: session duration must be positive")
 	}

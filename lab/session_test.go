@@ -18,7 +18,7 @@ func run(t *testing.T, s Session) *Result {
 	var res *Result
 	synctest.Test(t, func(t *testing.T) {
 		var err error
-		res, err = Run(s)
+		res, err = RunSession(s)
 		require.NoError(t, err)
 	})
 	return res
