@@ -142,9 +142,14 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.epoch = a.capturer.Epoch()
 
+	// Every encoder starts at the controller's bitrate: one started at its
+	// own default would take a bitrate change on its first frame (and, in
+	// the old behaviour, a one-second restart, N16).
+	startBps := int(cfg.Controller.Bitrate(time.Now()))
 	var hardware []encoder.Encoder
 	for _, hc := range cfg.Hardware {
 		hc.Device = capCfg.Device // a hardware encoder shares the GPU device (N6)
+		hc.Bitrate = startBps
 		e, err := encoder.New(cfg.Seed, hc)
 		if err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
@@ -157,7 +162,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, err
 		}
 	}
-	sw.Bitrate = int(cfg.Controller.Bitrate(time.Now()))
+	sw.Bitrate = startBps
 	fallback, err := encoder.New(cfg.Seed, sw)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)

@@ -3,6 +3,13 @@
 // in-memory network, in virtual time when called inside a testing/synctest
 // bubble. It returns the ground truth of every frame beside what the agent
 // and viewer themselves saw.
+//
+// Two levels: RunSession runs a Session built in Go (impairments, models,
+// switches) and returns the raw ground truth; Run runs a scenario
+// (scenarios.Scenario) and returns a ScenarioResult: per-frame records, a
+// time series, a summary, every measurement of the scenario catalogue over
+// any window (ScenarioResult.Measure) and the scenario's expectations
+// evaluated, in a versioned JSON form that reports can read back.
 package lab
 
 import (
@@ -55,6 +62,40 @@ type Session struct {
 	Viewer viewer.Config
 	// AgentClock and ViewerClock offset the PCs' clocks from true time.
 	AgentClock, ViewerClock HostClock
+
+	// UplinkTimeline and DownlinkTimeline change the links' impairments
+	// at later instants, counted from the links' epoch (see Lead); each
+	// phase replaces the whole set, stateful impairments carrying their
+	// state over (netem.LinkConfig.Timeline).
+	UplinkTimeline, DownlinkTimeline []netem.Phase
+	// Lead, when positive, fixes the session's time zero at Lead after the
+	// network is made, before the QUIC handshake starts: the links' epoch
+	// (their timelines, spikes, outages and traces), the screen's time
+	// zero, the controller's steps and Result.Start are all that instant,
+	// and the agent and viewer start then. The handshake crosses the links
+	// as they are before time zero (their first impairments, with no
+	// schedule running yet). A handshake that takes longer than Lead
+	// starts the agent late (Result.Late) but moves nothing else, so a
+	// scenario's instants never depend on how long QUIC took to connect.
+	//
+	// Zero keeps the original behaviour: time zero is the end of the
+	// handshake and the links count from the network's creation.
+	Lead time.Duration
+	// SampleEvery, when positive, samples the links' counters from time
+	// zero every SampleEvery and at the end (Result.Samples).
+	SampleEvery time.Duration
+}
+
+// Sample is the links' counters at one instant of the run.
+type Sample struct {
+	At               time.Time
+	Uplink, Downlink netem.Stats
+}
+
+// Target is a change of the bitrate the controller asked for.
+type Target struct {
+	At  time.Time
+	Bps int64
 }
 
 // Result is what a session measured.
@@ -72,8 +113,21 @@ type Result struct {
 	Reports []wire.Report
 	// Uplink and Downlink are the links' counters.
 	Uplink, Downlink netem.Stats
-	// Start is the instant the agent started (time zero of the screen).
+	// Start is the session's time zero: the instant the agent started and
+	// time zero of the screen (see Session.Lead for when a Lead is set).
 	Start time.Time
+	// End is when the session was stopped: Start plus the Duration, or
+	// earlier when the context was cancelled.
+	End time.Time
+	// Handshake is how long the QUIC handshake took; Late is how long
+	// after Start the agent and viewer started because the handshake
+	// overran the Lead (0 when it did not).
+	Handshake, Late time.Duration
+	// Samples are the links' counters every Session.SampleEvery.
+	Samples []Sample
+	// Targets lists the controller's bitrate each time it changed, the
+	// first when the agent started.
+	Targets []Target
 }
 
 // Displayed returns the frames the viewer displayed.
@@ -112,15 +166,36 @@ func Median(ds []time.Duration) time.Duration {
 
 // RunSession runs a session. Inside a synctest bubble it runs in virtual time.
 func RunSession(s Session) (*Result, error) {
+	return RunSessionContext(context.Background(), s)
+}
+
+// RunSessionContext is RunSession that stops when ctx is done: the handshake
+// is abandoned, or the session is ended early. A session ended early returns
+// what it measured until then (Result.End says when) together with an error
+// wrapping the context's cause, so that an interrupted suite still has its
+// figures.
+func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	if s.Duration <= 0 {
 		return nil, errors.New("lab: session duration must be positive")
 	}
+	if s.Lead < 0 || s.SampleEvery < 0 {
+		return nil, fmt.Errorf("lab: negative lead %v or sampling period %v", s.Lead, s.SampleEvery)
+	}
 	n := netem.NewNetwork(s.Seed)
 	defer n.Close()
-	if _, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), netem.LinkConfig{Name: "uplink", Impairments: s.Uplink}); err != nil {
+	// With a Lead the links count from time zero, which lies in the
+	// future; without one they count from the network's creation.
+	var zero, epoch time.Time
+	if s.Lead > 0 {
+		zero = n.Epoch().Add(s.Lead)
+		epoch = zero
+	}
+	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline})
+	if err != nil {
 		return nil, fmt.Errorf("lab: uplink: %w", err)
 	}
-	if _, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), netem.LinkConfig{Name: "downlink", Impairments: s.Downlink}); err != nil {
+	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline})
+	if err != nil {
 		return nil, fmt.Errorf("lab: downlink: %w", err)
 	}
 	agentConn, err := n.Listen(AgentAddr)
@@ -131,15 +206,23 @@ func RunSession(s Session) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	dialed := time.Now()
 	pair, err := quicpair.Open(ctx, agentConn, viewerConn, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	defer pair.Close()
+	handshake := time.Since(dialed)
 
-	start := time.Now()
+	if zero.IsZero() {
+		zero = time.Now()
+	} else if !sleepUntil(ctx, zero) {
+		return nil, fmt.Errorf("lab: stopped before time zero: %w", context.Cause(ctx))
+	}
+	late := max(0, time.Since(zero))
+	start := zero
 	rec := groundtruth.New()
 	scfg := screen.Config{Timeline: []screen.Phase{{Source: screen.Animation{}}}}
 	if s.Screen != nil {
@@ -153,6 +236,17 @@ func RunSession(s Session) (*Result, error) {
 	acfg.Seed, acfg.Recorder, acfg.Screen = s.Seed, rec, scr
 	acfg.Clock = clock.New(s.AgentClock.Offset, s.AgentClock.DriftPPM, start)
 	acfg.Capture.Epoch = start
+	if acfg.Controller == nil {
+		acfg.Controller = agent.Fixed{Bps: agent.DefaultBitrate}
+	}
+	if st, ok := acfg.Controller.(*agent.Steps); ok && st.Start.IsZero() && s.Lead > 0 {
+		// Steps count from their first call, the agent's start, which a
+		// late handshake would move; a scenario's steps count from time
+		// zero like everything else.
+		st.Start = start
+	}
+	targets := &targetRecorder{Controller: acfg.Controller}
+	acfg.Controller = targets
 	ag, err := agent.New(acfg)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
@@ -165,26 +259,110 @@ func RunSession(s Session) (*Result, error) {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 
+	var samples []Sample
+	sample := func() {
+		if s.SampleEvery > 0 {
+			samples = append(samples, Sample{At: time.Now(), Uplink: up.Stats(), Downlink: down.Stats()})
+		}
+	}
+	sample()
 	var wg sync.WaitGroup
 	var agentErr, viewerErr error
-	wg.Go(func() { agentErr = ag.Run(ctx, pair.Server) })
-	wg.Go(func() { viewerErr = vw.Run(ctx, pair.Client) })
-	timer := time.NewTimer(s.Duration)
-	<-timer.C
-	cancel()
+	session, stop := context.WithCancel(context.Background())
+	defer stop()
+	wg.Go(func() { agentErr = ag.Run(session, pair.Server) })
+	wg.Go(func() { viewerErr = vw.Run(session, pair.Client) })
+	// The samples are taken here, between the waits for the end, rather
+	// than by a goroutine of their own: the last one is then certainly
+	// taken at the end instant, before the session stops.
+	end := start.Add(s.Duration)
+	var interrupted error
+	for k := 1; ; k++ {
+		next := end
+		if s.SampleEvery > 0 {
+			next = minTime(end, start.Add(time.Duration(k)*s.SampleEvery))
+		}
+		if !sleepUntil(ctx, next) {
+			interrupted = fmt.Errorf("lab: session stopped after %v of %v: %w", time.Since(start), s.Duration, context.Cause(ctx))
+			sample()
+			break
+		}
+		sample()
+		if !next.Before(end) {
+			break
+		}
+	}
+	stopped := time.Now()
+	stop()
 	wg.Wait()
 	if err := errors.Join(agentErr, viewerErr); err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
+		return nil, fmt.Errorf("lab: %w", errors.Join(err, interrupted))
 	}
 	return &Result{
-		Frames:   rec.Frames(),
-		Events:   rec.Events(),
-		Agent:    ag.Counters(),
-		Viewer:   vw.Counters(),
-		Probe:    ag.Probe(),
-		Reports:  ag.Reports(),
-		Uplink:   n.Link(ViewerAddr.Addr(), AgentAddr.Addr()).Stats(),
-		Downlink: n.Link(AgentAddr.Addr(), ViewerAddr.Addr()).Stats(),
-		Start:    start,
-	}, nil
+		Frames:    rec.Frames(),
+		Events:    rec.Events(),
+		Agent:     ag.Counters(),
+		Viewer:    vw.Counters(),
+		Probe:     ag.Probe(),
+		Reports:   ag.Reports(),
+		Uplink:    up.Stats(),
+		Downlink:  down.Stats(),
+		Start:     start,
+		End:       stopped,
+		Handshake: handshake,
+		Late:      late,
+		Samples:   samples,
+		Targets:   targets.changes(),
+	}, interrupted
+}
+
+// sleepUntil waits until t; false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// targetRecorder passes a controller's decisions through and remembers
+// each change, so that a result can show the bitrate asked for over time
+// without calling the controller from outside the agent (an adaptive one
+// may change state when asked).
+type targetRecorder struct {
+	agent.Controller
+
+	mu  sync.Mutex
+	log []Target
+}
+
+// Bitrate implements agent.Controller.
+func (r *targetRecorder) Bitrate(now time.Time) int64 {
+	b := r.Controller.Bitrate(now)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.log); n == 0 || r.log[n-1].Bps != b {
+		r.log = append(r.log, Target{At: now, Bps: b})
+	}
+	return b
+}
+
+func (r *targetRecorder) changes() []Target {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.log)
 }

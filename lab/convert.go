@@ -1,0 +1,592 @@
+package lab
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/agent/encoder"
+	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/dist"
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Errors of the conversion of a scenario into a session.
+var (
+	// ErrSharedAbsent: the scenario replays a trace from ../shared, the
+	// folder beside the repository that holds recordings which are not
+	// the project's to ship, and it is not there. Tests skip on it.
+	ErrSharedAbsent = errors.New("lab: shared trace folder absent")
+	// ErrScenario wraps every other reason a scenario cannot be run as
+	// written (an unknown preset, source or controller, a queue without a
+	// bottleneck, parameters netem refuses).
+	ErrScenario = errors.New("lab: scenario cannot be run")
+	// ErrUnsupported: the scenario asks for something the lab cannot do
+	// yet (a path other than direct).
+	ErrUnsupported = errors.New("lab: not supported yet")
+)
+
+// sharedPrefix marks a trace kept in ../shared/traces/mahimahi.
+const sharedPrefix = "shared:"
+
+// plan is a scenario made ready to run: the session and what the result
+// needs to know about the network that the session does not keep.
+type plan struct {
+	session Session
+	refresh float64 // the agent's display refresh, Hz
+	up      []capPhase
+	down    []capPhase
+	network NetworkInfo
+}
+
+// capPhase is a direction's capacity from At on: a rate, a trace, or none.
+type capPhase struct {
+	at    time.Duration
+	rate  int64
+	trace *traceTimes
+}
+
+// traceTimes are a trace's opportunities in a form that can be counted;
+// netem keeps them to itself.
+type traceTimes struct {
+	ms     []int64 // non-decreasing, the last is the period
+	period int64   // ms
+}
+
+// convert turns a scenario into a session. It loads the traces the
+// scenario replays; a relative trace path counts from the module root, a
+// "shared:NAME" one from ../shared/traces/mahimahi beside it.
+func convert(sc *scenarios.Scenario) (*plan, error) {
+	if sc == nil {
+		return nil, fmt.Errorf("%w: no scenario", ErrScenario)
+	}
+	if sc.Duration <= 0 {
+		return nil, fmt.Errorf("%w: duration %v is not positive", ErrScenario, sc.Duration)
+	}
+	switch sc.Path {
+	case "", "direct":
+	default:
+		return nil, fmt.Errorf("%w: path %q (only \"direct\"; relay and WebSocket come with issue 7)", ErrUnsupported, sc.Path)
+	}
+	p := &plan{session: Session{Seed: sc.Seed, Duration: sc.Duration}}
+	traces := map[string]*netem.Trace{}
+	var err error
+	s := &p.session
+	if s.Uplink, s.UplinkTimeline, p.up, p.network.Up, err = convertLink("up", sc.Network.Up, traces); err != nil {
+		return nil, err
+	}
+	if s.Downlink, s.DownlinkTimeline, p.down, p.network.Down, err = convertLink("down", sc.Network.Down, traces); err != nil {
+		return nil, err
+	}
+	if s.Screen, err = convertScreen(sc.Screen, sc.Agent.Refresh); err != nil {
+		return nil, err
+	}
+	if s.Agent, err = convertAgent(sc); err != nil {
+		return nil, err
+	}
+	p.refresh = sc.Agent.Refresh
+	if p.refresh == 0 {
+		p.refresh = agent.DefaultRefresh
+	}
+	if s.Viewer.Decode, err = convertDist("viewer.decode", sc.Viewer.Decode); err != nil {
+		return nil, err
+	}
+	switch r := sc.Viewer.Refresh; {
+	case r < 0:
+		return nil, fmt.Errorf("%w: viewer.refresh %v Hz is negative", ErrScenario, r)
+	case r > 0:
+		s.Viewer.Refresh = time.Duration(math.Round(1e9 / r))
+	}
+	s.Viewer.Present = sc.Viewer.Present
+	s.Viewer.OldShowEveryFrame = sc.Switches.OldShowEveryFrame
+	s.AgentClock = HostClock{Offset: sc.Clocks.Agent.Offset, DriftPPM: sc.Clocks.Agent.DriftPPM}
+	s.ViewerClock = HostClock{Offset: sc.Clocks.Viewer.Offset, DriftPPM: sc.Clocks.Viewer.DriftPPM}
+	return p, nil
+}
+
+// convertLink turns a direction's timeline into the impairments in force
+// from the start and the later phases, and notes each phase's capacity.
+func convertLink(dir string, phases []scenarios.Phase, traces map[string]*netem.Trace) (initial []netem.Impairment, timeline []netem.Phase, caps []capPhase, info []PhaseInfo, err error) {
+	for i, ph := range phases {
+		where := fmt.Sprintf("network.%s[%d]", dir, i)
+		if ph.At < 0 || (i > 0 && ph.At <= phases[i-1].At) {
+			return nil, nil, nil, nil, fmt.Errorf("%w: %s: at %v: phases must start at increasing instants from 0", ErrScenario, where, ph.At)
+		}
+		imps, c, err := convertPhase(where, ph, traces)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		caps = append(caps, c)
+		info = append(info, PhaseInfo{At: ph.At, Description: describePhase(ph), RateBps: ph.Rate, Trace: ph.Trace})
+		if i == 0 && ph.At == 0 {
+			initial = imps
+			continue
+		}
+		timeline = append(timeline, netem.Phase{At: ph.At, Impairments: imps})
+	}
+	return initial, timeline, caps, info, nil
+}
+
+// convertPhase builds one phase's impairments. The order inside a stage
+// matters only for the delay stage: spikes come first so that a spike
+// window judges a packet by the instant it reaches the delay stage, as the
+// schedule of a radio stall would, not by an instant a jitter moved.
+func convertPhase(where string, ph scenarios.Phase, traces map[string]*netem.Trace) ([]netem.Impairment, capPhase, error) {
+	var imps []netem.Impairment
+	c := capPhase{at: ph.At}
+	if ph.BlockUDP {
+		imps = append(imps, &netem.Block{})
+	}
+	if o := ph.Outages; o != nil {
+		out := &netem.Outage{Every: o.Every, Duration: o.Duration, Offset: o.Offset, Mode: netem.OutageDrop}
+		if o.Hold {
+			out.Mode = netem.OutageHold
+		}
+		for _, w := range o.Windows {
+			out.Windows = append(out.Windows, netem.OutageWindow{Start: w.Start, Duration: w.Duration})
+		}
+		imps = append(imps, out)
+	}
+	if ph.Loss > 0 {
+		imps = append(imps, &netem.Loss{Probability: ph.Loss})
+	}
+	if g := ph.Gilbert; g != nil {
+		imps = append(imps, &netem.GilbertElliott{P: g.P, R: g.R, OneMinusH: g.OneMinusH, OneMinusK: g.OneMinusK})
+	}
+	if ph.Duplicate > 0 {
+		imps = append(imps, &netem.Duplicate{Probability: ph.Duplicate})
+	}
+	if ph.Corrupt > 0 {
+		imps = append(imps, &netem.Corrupt{Probability: ph.Corrupt})
+	}
+	q := netem.QueueLimit{Bytes: ph.Queue.Bytes, Packets: ph.Queue.Packets, Delay: ph.Queue.Delay}
+	if ph.Queue.CoDel {
+		q.CoDel = &netem.CoDelParams{} // RFC 8289's defaults
+	}
+	switch {
+	case ph.Trace != "":
+		tr, err := loadTrace(ph.Trace, traces)
+		if err != nil {
+			return nil, c, fmt.Errorf("%s: %w", where, err)
+		}
+		// The loaded trace is shared by every phase that names it, so a
+		// timeline that keeps the trace keeps its position (TraceLink's
+		// Inherit compares the traces).
+		imps = append(imps, &netem.TraceLink{Path: tr.Name, Trace: tr, Overhead: ph.Overhead, Queue: q})
+		tt, err := traceTimesOf(tr)
+		if err != nil {
+			return nil, c, fmt.Errorf("%s: %w", where, err)
+		}
+		c.trace = tt
+	case ph.Rate > 0:
+		imps = append(imps, &netem.Rate{Rate: ph.Rate, Overhead: ph.Overhead, Queue: q})
+		c.rate = ph.Rate
+	case ph.Rate < 0:
+		return nil, c, fmt.Errorf("%w: %s: rate %d bit/s is negative", ErrScenario, where, ph.Rate)
+	case ph.Queue != (scenarios.Queue{}) || ph.Overhead != 0:
+		return nil, c, fmt.Errorf("%w: %s: a queue or overhead needs a rate or a trace (there is no bottleneck to queue at)", ErrScenario, where)
+	}
+	if s := ph.Spikes; s != nil {
+		imps = append(imps, &netem.Spikes{Min: s.Min, Max: s.Max, Every: s.Every, Duration: s.Duration, Offset: s.Offset, Random: s.Random})
+	}
+	switch {
+	case ph.Jitter != nil:
+		// netem's jitter carries the mean delay itself: "delay 25ms
+		// jitter 5ms" is one impairment, as in tc.
+		j := ph.Jitter
+		imps = append(imps, &netem.Jitter{Delay: ph.Delay, Jitter: j.Spread, Distribution: j.Distribution, Correlation: j.Correlation, Reorder: j.Reorder})
+	case ph.Delay > 0:
+		imps = append(imps, &netem.Delay{Delay: ph.Delay})
+	case ph.Delay < 0:
+		return nil, c, fmt.Errorf("%w: %s: delay %v is negative", ErrScenario, where, ph.Delay)
+	}
+	for _, imp := range imps {
+		if v, ok := imp.(netem.Validator); ok {
+			if err := v.Validate(); err != nil {
+				return nil, c, fmt.Errorf("%w: %s: %s: %w", ErrScenario, where, imp.Kind(), err)
+			}
+		}
+	}
+	return imps, c, nil
+}
+
+// describePhase sums a phase up for reports: "delay 25ms, loss 1%, rate
+// 5 Mbit/s".
+func describePhase(ph scenarios.Phase) string {
+	var parts []string
+	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
+	if ph.BlockUDP {
+		add("UDP blocked")
+	}
+	if o := ph.Outages; o != nil {
+		mode := "lost"
+		if o.Hold {
+			mode = "held"
+		}
+		if len(o.Windows) > 0 {
+			add("%d outages (%s)", len(o.Windows), mode)
+		} else {
+			add("outage %v every %v (%s)", o.Duration, o.Every, mode)
+		}
+	}
+	if ph.Loss > 0 {
+		add("loss %s%%", strconv.FormatFloat(ph.Loss*100, 'g', 4, 64))
+	}
+	if g := ph.Gilbert; g != nil {
+		add("gilbert p %g r %g", g.P, g.R)
+	}
+	if ph.Duplicate > 0 {
+		add("duplicate %g%%", ph.Duplicate*100)
+	}
+	if ph.Corrupt > 0 {
+		add("corrupt %g%%", ph.Corrupt*100)
+	}
+	switch {
+	case ph.Trace != "":
+		add("trace %s", ph.Trace)
+	case ph.Rate > 0:
+		add("rate %s Mbit/s", strconv.FormatFloat(float64(ph.Rate)/1e6, 'g', 6, 64))
+	}
+	if q := ph.Queue; q != (scenarios.Queue{}) {
+		var lim []string
+		if q.Bytes > 0 {
+			lim = append(lim, fmt.Sprintf("%d B", q.Bytes))
+		}
+		if q.Packets > 0 {
+			lim = append(lim, fmt.Sprintf("%d packets", q.Packets))
+		}
+		if q.Delay > 0 {
+			lim = append(lim, q.Delay.String())
+		}
+		if q.CoDel {
+			lim = append(lim, "CoDel")
+		}
+		add("queue %s", strings.Join(lim, " "))
+	}
+	if s := ph.Spikes; s != nil {
+		add("spikes %v-%v every %v", s.Min, s.Max, s.Every)
+	}
+	switch {
+	case ph.Jitter != nil:
+		add("delay %v ± %v (%s)", ph.Delay, ph.Jitter.Spread, cmpOr(ph.Jitter.Distribution, netem.DistUniform))
+	case ph.Delay > 0:
+		add("delay %v", ph.Delay)
+	}
+	if len(parts) == 0 {
+		return "perfect"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// loadTrace resolves and loads a trace once per run.
+func loadTrace(ref string, traces map[string]*netem.Trace) (*netem.Trace, error) {
+	path, err := resolveTrace(ref)
+	if err != nil {
+		return nil, err
+	}
+	if tr, ok := traces[path]; ok {
+		return tr, nil
+	}
+	tr, err := netem.LoadTrace(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: trace %q: %w", ErrScenario, ref, err)
+	}
+	traces[path] = tr
+	return tr, nil
+}
+
+// resolveTrace finds a trace file: "shared:NAME" in the shared folder
+// beside the module, a relative path from the module root (so that a
+// scenario names the same file whichever package's test runs it), an
+// absolute path as it is.
+func resolveTrace(ref string) (string, error) {
+	if filepath.IsAbs(ref) {
+		return ref, nil
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	name, shared := strings.CutPrefix(ref, sharedPrefix)
+	if !shared {
+		return filepath.Join(root, filepath.FromSlash(ref)), nil
+	}
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return "", fmt.Errorf("%w: trace %q: a shared trace is a file name in the shared folder", ErrScenario, ref)
+	}
+	dir := filepath.Join(filepath.Dir(root), "shared", "traces", "mahimahi")
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: trace %q: %s does not exist (the shared folder sits beside the repository)", ErrSharedAbsent, ref, path)
+	} else if err != nil {
+		return "", fmt.Errorf("%w: trace %q: %w", ErrScenario, ref, err)
+	}
+	return path, nil
+}
+
+// moduleRoot walks up from the working directory to the folder holding
+// go.mod: go test runs in the package's folder, a command anywhere inside.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("lab: module root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("lab: module root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// traceTimesOf reads a trace's opportunities back through its mahimahi
+// form, the only way netem exposes them.
+func traceTimesOf(tr *netem.Trace) (*traceTimes, error) {
+	var buf bytes.Buffer
+	if _, err := tr.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	tt := &traceTimes{ms: make([]int64, 0, tr.Opportunities())}
+	for line := range bytes.Lines(buf.Bytes()) {
+		v, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("lab: trace %s: %w", tr.Name, err)
+		}
+		tt.ms = append(tt.ms, v)
+	}
+	tt.period = tt.ms[len(tt.ms)-1]
+	return tt, nil
+}
+
+// before counts the opportunities at instants in [0, t) from the link's
+// epoch, the trace repeating with its period.
+func (tt *traceTimes) before(t time.Duration) int64 {
+	if t <= 0 {
+		return 0
+	}
+	n := int64(len(tt.ms))
+	period := time.Duration(tt.period) * time.Millisecond
+	q := int64(t / period)
+	// Only the last two repetitions can be partly before t: every
+	// opportunity of earlier ones is at most one period after its start.
+	count := max(0, q-1) * n
+	for rep := max(0, q-1); rep <= q; rep++ {
+		rel := t - time.Duration(rep)*period
+		count += int64(sort.Search(len(tt.ms), func(i int) bool {
+			return time.Duration(tt.ms[i])*time.Millisecond >= rel
+		}))
+	}
+	return count
+}
+
+// capacity is the bits a direction can carry in [a, b) and the part of
+// that interval with a bottleneck at all.
+func capacity(phases []capPhase, a, b time.Duration) (bits float64, capped time.Duration) {
+	for i, ph := range phases {
+		lo, hi := max(a, ph.at), b
+		if i+1 < len(phases) {
+			hi = min(hi, phases[i+1].at)
+		}
+		if hi <= lo {
+			continue
+		}
+		switch {
+		case ph.trace != nil:
+			bits += float64(ph.trace.before(hi)-ph.trace.before(lo)) * netem.TraceMTU * 8
+		case ph.rate > 0:
+			bits += float64(ph.rate) * (hi - lo).Seconds()
+		default:
+			continue
+		}
+		capped += hi - lo
+	}
+	return bits, capped
+}
+
+// convertScreen turns the screen timeline into screen sources; the screen
+// refreshes at the agent's rate (the capture polls the display it copies).
+func convertScreen(phases []scenarios.ScreenPhase, refresh float64) (*screen.Config, error) {
+	if len(phases) == 0 {
+		if refresh == 0 {
+			return nil, nil // the documented full-screen animation (N3)
+		}
+		phases = []scenarios.ScreenPhase{{Source: "animation"}}
+	}
+	cfg := &screen.Config{Refresh: refresh}
+	for i, ph := range phases {
+		var region screen.Rect
+		if r := ph.Region; r != nil {
+			region = screen.Rect{X: r.X, Y: r.Y, W: r.W, H: r.H}
+		}
+		var src screen.Source
+		switch ph.Source {
+		case "animation":
+			src = screen.Animation{Rate: ph.Rate, Complexity: ph.Complexity}
+		case "still":
+			src = screen.Still{}
+		case "typing":
+			src = screen.Typing{Complexity: ph.Complexity}
+		case "scrolling":
+			src = screen.Scrolling{Rate: ph.Rate, Region: region, Complexity: ph.Complexity}
+		case "video":
+			src = screen.Video{FPS: ph.Rate, Region: region, Complexity: ph.Complexity}
+		case "photo":
+			src = screen.Photo{Region: region, Complexity: ph.Complexity}
+		default:
+			return nil, fmt.Errorf("%w: screen[%d]: unknown source %q (animation, still, typing, scrolling, video, photo)", ErrScenario, i, ph.Source)
+		}
+		cfg.Timeline = append(cfg.Timeline, screen.Phase{At: ph.At, Source: src})
+	}
+	return cfg, nil
+}
+
+// convertAgent builds the agent's configuration: encoders (with the probe
+// list and the N16 switch on every one of them), capture, controller,
+// send cap, refinement and the N7 switch.
+func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
+	a := sc.Agent
+	cfg := agent.Config{
+		Refresh:         a.Refresh,
+		SendCap:         a.SendCap,
+		RefinePasses:    a.RefinePasses,
+		RefineEvery:     a.RefineEvery,
+		NoRefine:        a.NoRefine,
+		OldCaptureFirst: sc.Switches.OldCaptureFirst,
+	}
+	cfg.Capture.ConvertOnCPU = a.ConvertOnCPU
+	cfg.Capture.OldWaitForFrame = sc.Switches.OldWaitForFrame
+
+	var err error
+	var initial int64
+	if cfg.Controller, initial, err = convertController(sc.Controller); err != nil {
+		return cfg, err
+	}
+
+	sw, err := encoder.Preset(cmpOr(a.Encoder, encoder.PresetOpenH264Asm))
+	if err != nil {
+		return cfg, fmt.Errorf("%w: agent.encoder: %w", ErrScenario, err)
+	}
+	if a.EncodeTime != nil {
+		if sw.EncodeTime, err = convertDist("agent.encode_time", a.EncodeTime); err != nil {
+			return cfg, err
+		}
+	}
+	// Every encoder starts at the controller's first bitrate. The agent
+	// sets it itself only on the software fallback: a hardware encoder left
+	// at its own default would see a bitrate change at its first frame,
+	// which under the N16 switch is a one-second restart nobody asked for.
+	sw.Bitrate = int(initial)
+	sw.OldRestartOnBitrateChange = sc.Switches.OldRestartOnBitrateChange
+	cfg.Software = sw
+
+	known := map[string]bool{}
+	for _, h := range a.Hardware {
+		hc, err := encoder.Preset(h)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: agent.hardware: %w", ErrScenario, err)
+		}
+		known[h] = true
+		hc.Bitrate = int(initial)
+		hc.OldRestartOnBitrateChange = sc.Switches.OldRestartOnBitrateChange
+		for _, x := range a.Absent {
+			if x == h {
+				hc.Absent = true
+			}
+		}
+		for _, x := range a.Failing {
+			if x == h {
+				hc.OpenFailure = "the driver refused the session (scenario: failing)"
+			}
+		}
+		cfg.Hardware = append(cfg.Hardware, hc)
+	}
+	for _, list := range []struct {
+		field string
+		names []string
+	}{{"absent", a.Absent}, {"failing", a.Failing}} {
+		for _, x := range list.names {
+			if !known[x] {
+				return cfg, fmt.Errorf("%w: agent.%s: %q is not in agent.hardware %v", ErrScenario, list.field, x, a.Hardware)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// convertController builds the bitrate controller and says its first
+// bitrate.
+func convertController(c scenarios.Controller) (agent.Controller, int64, error) {
+	initial := c.Bitrate
+	if initial == 0 {
+		initial = agent.DefaultBitrate
+	}
+	if initial < 0 {
+		return nil, 0, fmt.Errorf("%w: controller.bitrate %d is negative", ErrScenario, c.Bitrate)
+	}
+	switch c.Kind {
+	case "", "fixed":
+		if len(c.Steps) > 0 {
+			return nil, 0, fmt.Errorf("%w: controller: steps need kind \"steps\"", ErrScenario)
+		}
+		return agent.Fixed{Bps: initial}, initial, nil
+	case "steps":
+		st := &agent.Steps{Initial: initial}
+		for i, s := range c.Steps {
+			if s.Bitrate <= 0 || (i > 0 && s.At <= c.Steps[i-1].At) {
+				return nil, 0, fmt.Errorf("%w: controller.steps[%d]: need a positive bitrate at increasing instants", ErrScenario, i)
+			}
+			st.At = append(st.At, s.At)
+			st.Bps = append(st.Bps, s.Bitrate)
+		}
+		if len(c.Steps) > 0 && c.Steps[0].At == 0 {
+			return st, c.Steps[0].Bitrate, nil // in force from the start
+		}
+		return st, initial, nil
+	}
+	return nil, 0, fmt.Errorf("%w: controller kind %q (fixed or steps; the ABR comes with issue 5)", ErrUnsupported, c.Kind)
+}
+
+// convertDist turns a scenario's distribution into the models' one; nil
+// is unset, so the model keeps its default.
+func convertDist(field string, d *scenarios.Dist) (dist.Duration, error) {
+	if d == nil {
+		return dist.Duration{}, nil
+	}
+	var out dist.Duration
+	switch {
+	case d.List != nil:
+		out = dist.List(d.List...)
+	case d.SD > 0:
+		out = dist.Normal(d.Mean, d.SD)
+		out.Min, out.Max = d.Min, d.Max
+	case d.Min != 0 || d.Max != 0:
+		out = dist.Uniform(d.Min, d.Max)
+	default:
+		out = dist.Constant(d.Mean)
+	}
+	if err := out.Validate(); err != nil {
+		return dist.Duration{}, fmt.Errorf("%w: %s: %w", ErrScenario, field, err)
+	}
+	return out, nil
+}

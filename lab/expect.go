@@ -1,0 +1,96 @@
+package lab
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Check is an expectation evaluated: the measured value beside its bounds,
+// in the measurement's unit (seconds, bits/s, a count or a fraction).
+type Check struct {
+	// Measure names the measurement; Unit is its unit.
+	Measure string         `json:"measure"`
+	Unit    scenarios.Unit `json:"unit,omitempty"`
+	// From and To are the window, To resolved to the end of the session
+	// when the expectation left it open.
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+	// Min and Max are the bounds; nil is none.
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+	// Value is what was measured; Pass whether it is within the bounds.
+	Value float64 `json:"value"`
+	Pass  bool    `json:"pass"`
+	// Line is the expectation's line in the scenario's file.
+	Line int `json:"line,omitempty"`
+	// Error says why nothing could be measured (then Pass is false).
+	Error string `json:"error,omitempty"`
+}
+
+// String reads as a line of a report:
+// "latency.median [1s, 20s) = 0.01332 s, want <= 0.05: pass".
+func (c Check) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s [%v, %v)", c.Measure, c.From, c.To)
+	if c.Error != "" {
+		fmt.Fprintf(&b, ": %s", c.Error)
+	} else {
+		fmt.Fprintf(&b, " = %s", formatValue(c.Value, c.Unit))
+	}
+	var want []string
+	if c.Min != nil {
+		want = append(want, ">= "+formatValue(*c.Min, c.Unit))
+	}
+	if c.Max != nil {
+		want = append(want, "<= "+formatValue(*c.Max, c.Unit))
+	}
+	if len(want) > 0 {
+		fmt.Fprintf(&b, ", want %s", strings.Join(want, " and "))
+	}
+	if c.Pass {
+		b.WriteString(": pass")
+	} else {
+		b.WriteString(": FAIL")
+	}
+	return b.String()
+}
+
+func formatValue(v float64, u scenarios.Unit) string {
+	s := strconv.FormatFloat(v, 'g', 6, 64)
+	switch u {
+	case scenarios.UnitDuration:
+		return s + " s"
+	case scenarios.UnitRate:
+		return s + " bit/s"
+	}
+	return s
+}
+
+// Evaluate measures every expectation and says whether it holds. A value
+// that cannot be measured (nothing in the window) fails its check with the
+// reason, rather than passing vacuously.
+func (r *ScenarioResult) Evaluate(exps []scenarios.Expectation) []Check {
+	out := make([]Check, 0, len(exps))
+	for _, e := range exps {
+		c := Check{Measure: e.Measure, From: e.From, To: e.To, Min: e.Min, Max: e.Max, Line: e.Line}
+		if m, ok := scenarios.LookupMeasurement(e.Measure); ok {
+			c.Unit = m.Unit
+		}
+		if _, to, err := r.resolve(e.From, e.To); err == nil {
+			c.To = to
+		}
+		v, err := r.Measure(e.Measure, e.From, e.To)
+		if err != nil {
+			c.Error = err.Error()
+		} else {
+			c.Value = v
+			c.Pass = (e.Min == nil || v >= *e.Min) && (e.Max == nil || v <= *e.Max)
+		}
+		out = append(out, c)
+	}
+	return out
+}

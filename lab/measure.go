@@ -1,0 +1,456 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Errors of Measure.
+var (
+	// ErrUnknownMeasure: the name is not in scenarios.Measurements.
+	ErrUnknownMeasure = errors.New("lab: unknown measurement")
+	// ErrNoData: the window holds nothing the measurement can be taken
+	// on (no frame displayed, no bottleneck, no network change).
+	ErrNoData = errors.New("lab: nothing to measure")
+	// ErrWindow: the window is empty or negative.
+	ErrWindow = errors.New("lab: bad window")
+)
+
+// Recovery's parameters: the latency of a second, back within 20% of the
+// second before the change, looked for every 10 ms.
+const (
+	recoverySpan  = time.Second
+	recoverySlack = 0.2
+	recoveryStep  = 10 * time.Millisecond
+)
+
+// Measure computes a measurement of scenarios.Measurements over the window
+// [from, to) of the session, counted from time zero; to 0 (or beyond the
+// end) means the end of the session. Its value is in the catalogue's unit:
+// seconds for durations, bits/s for rates, 0..1 for fractions.
+//
+// Each frame belongs to a window by the instant of the event measured:
+// latency, estimate error and quality by when the frame was displayed (so
+// a window sees what was on the screen during it, and frames still on
+// their way at the end bias nothing), the network part by its arrival,
+// bitrate and refinements by when the frame was handed to QUIC. Skips and
+// drops count by their instant.
+//
+// Percentiles are nearest-rank (the median of an even count is the lower
+// middle, as Median). Measure returns ErrUnknownMeasure for a name not in
+// the catalogue, ErrNoData (wrapped, saying what is missing) when the
+// window holds nothing to measure, and ErrWindow for an empty window.
+func (r *ScenarioResult) Measure(name string, from, to time.Duration) (float64, error) {
+	if _, ok := scenarios.LookupMeasurement(name); !ok {
+		return 0, fmt.Errorf("%w %q", ErrUnknownMeasure, name)
+	}
+	from, to, err := r.resolve(from, to)
+	if err != nil {
+		return 0, err
+	}
+	w := r.window(from, to)
+	seconds := func(d time.Duration, err error) (float64, error) { return d.Seconds(), err }
+	switch name {
+	case "latency.median":
+		return seconds(w.latencyQuantile(0.5))
+	case "latency.p95":
+		return seconds(w.latencyQuantile(0.95))
+	case "latency.p99":
+		return seconds(w.latencyQuantile(0.99))
+	case "latency.min":
+		return seconds(w.latencyQuantile(0))
+	case "latency.max":
+		return seconds(w.latencyQuantile(1))
+	case "network.median":
+		return seconds(w.networkMedian())
+	case "estimate.error.max":
+		return seconds(w.estimateErrorMax())
+	case "frames.displayed":
+		return float64(len(w.displayedFrames())), nil
+	case "frames.skipped":
+		return float64(w.count(EventSkip, "")), nil
+	case "frames.dropped":
+		return float64(w.count(EventDrop, "")), nil
+	case "fps":
+		return float64(len(w.displayedFrames())) / w.length().Seconds(), nil
+	case "freezes":
+		fz, _, err := w.freezes()
+		return float64(len(fz)), err
+	case "freeze.longest":
+		_, longest, err := w.freezes()
+		return longest.Seconds(), err
+	case "bitrate.mean":
+		return w.bitrateMean(), nil
+	case "bitrate.min":
+		b, err := w.bitrateMin()
+		return float64(b), err
+	case "quality.final":
+		return w.qualityFinal()
+	case "refinements":
+		return float64(w.refinements()), nil
+	case "utilisation":
+		return w.utilisation()
+	case "recovery":
+		rec, err := w.recoveries()
+		if err != nil {
+			return 0, err
+		}
+		var longest time.Duration
+		for _, rc := range rec {
+			longest = max(longest, rc.After)
+		}
+		return longest.Seconds(), nil
+	}
+	// The catalogue names skips and drops by reason: the reason is the
+	// rest of the name, as the agent and viewer record it.
+	if reason, ok := strings.CutPrefix(name, "frames.skipped."); ok {
+		return float64(w.count(EventSkip, reason)), nil
+	}
+	if reason, ok := strings.CutPrefix(name, "frames.dropped."); ok {
+		return float64(w.count(EventDrop, reason)), nil
+	}
+	// In the catalogue but not here: the catalogue grew without the lab.
+	return 0, fmt.Errorf("%w %q: in the catalogue but not computed by the lab", ErrUnknownMeasure, name)
+}
+
+// resolve applies the defaults of a window: to 0 is the end, and the
+// window stops at the end of what ran.
+func (r *ScenarioResult) resolve(from, to time.Duration) (time.Duration, time.Duration, error) {
+	if to <= 0 || to > r.Ran {
+		to = r.Ran
+	}
+	if from < 0 || from >= to {
+		return 0, 0, fmt.Errorf("%w: [%v, %v) in a session of %v", ErrWindow, from, to, r.Ran)
+	}
+	return from, to, nil
+}
+
+// window is [from, to) of a result.
+type window struct {
+	r        *ScenarioResult
+	from, to time.Duration
+}
+
+func (r *ScenarioResult) window(from, to time.Duration) window {
+	return window{r: r, from: from, to: to}
+}
+
+func (w window) length() time.Duration { return w.to - w.from }
+
+func (w window) in(t time.Duration) bool { return t >= w.from && t < w.to }
+
+func (w window) String() string { return fmt.Sprintf("[%v, %v)", w.from, w.to) }
+
+// displayed returns the displayed frames in order of display.
+func (r *ScenarioResult) displayed() []FrameRecord {
+	var out []FrameRecord
+	for _, f := range r.Frames {
+		if f.WasDisplayed() {
+			out = append(out, f)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b FrameRecord) int { return int(a.Displayed - b.Displayed) })
+	return out
+}
+
+func displayedAt(f FrameRecord) time.Duration { return f.Displayed }
+
+// framesIn returns the frames of fs (sorted by key) whose key is in [a, b).
+func framesIn(fs []FrameRecord, a, b time.Duration, key func(FrameRecord) time.Duration) []FrameRecord {
+	lo := sort.Search(len(fs), func(i int) bool { return key(fs[i]) >= a })
+	hi := sort.Search(len(fs), func(i int) bool { return key(fs[i]) >= b })
+	return fs[lo:max(lo, hi)]
+}
+
+// latencies returns the frames' true latencies, sorted.
+func latencies(fs []FrameRecord) []time.Duration {
+	out := make([]time.Duration, len(fs))
+	for i, f := range fs {
+		out[i] = f.Latency
+	}
+	slices.Sort(out)
+	return out
+}
+
+// quantile is the nearest-rank p-quantile of sorted values: the smallest
+// value with at least a fraction p of the values at or below it (p 0 is
+// the minimum). The tolerance keeps 0.95 x 100 from rounding up to 96.
+func quantile(sorted []time.Duration, p float64) time.Duration {
+	i := int(math.Ceil(p*float64(len(sorted))-1e-9)) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func (w window) displayedFrames() []FrameRecord {
+	return framesIn(w.r.displayed(), w.from, w.to, displayedAt)
+}
+
+func (w window) latencyQuantile(p float64) (time.Duration, error) {
+	lat := latencies(w.displayedFrames())
+	if len(lat) == 0 {
+		return 0, fmt.Errorf("%w: no frame displayed in %v", ErrNoData, w)
+	}
+	return quantile(lat, p), nil
+}
+
+func (w window) networkMedian() (time.Duration, error) {
+	var ds []time.Duration
+	for _, f := range w.r.Frames {
+		if f.Arrived > 0 && w.in(f.Arrived) {
+			ds = append(ds, f.Network)
+		}
+	}
+	if len(ds) == 0 {
+		return 0, fmt.Errorf("%w: no frame arrived in %v", ErrNoData, w)
+	}
+	slices.Sort(ds)
+	return quantile(ds, 0.5), nil
+}
+
+func (w window) estimateErrorMax() (time.Duration, error) {
+	worst, n := time.Duration(0), 0
+	for _, f := range w.displayedFrames() {
+		if f.Estimate == 0 {
+			continue // displayed before the viewer's first clock exchange
+		}
+		worst, n = max(worst, (f.Estimate-f.Latency).Abs()), n+1
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%w: no frame displayed with the viewer's estimate in %v", ErrNoData, w)
+	}
+	return worst, nil
+}
+
+// events returns the events in the window.
+func (w window) events() []EventRecord {
+	var out []EventRecord
+	for _, e := range w.r.Events {
+		if w.in(e.At) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// count counts the events of kind (and reason, unless empty).
+func (w window) count(kind, reason string) int {
+	n := 0
+	for _, e := range w.events() {
+		if e.Kind == kind && (reason == "" || e.Reason == reason) {
+			n++
+		}
+	}
+	return n
+}
+
+// freezes finds the pauses between displayed frames, cut to the window:
+// the pause from each display to the next, and from the last display to
+// the end of the session (an image frozen until the end is frozen too).
+// The wait for the first frame is start-up, not a freeze. It returns the
+// pauses longer than the freeze threshold and the longest pause.
+func (w window) freezes() ([]Interval, time.Duration, error) {
+	return w.r.pauses(w.r.displayed(), w.from, w.to)
+}
+
+// pauses is freezes over disp, the displayed frames in order of display.
+func (r *ScenarioResult) pauses(disp []FrameRecord, from, to time.Duration) ([]Interval, time.Duration, error) {
+	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= to })
+	if n == 0 {
+		return nil, 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, to)
+	}
+	// Only the pause that contains from and those after it can reach into
+	// the window.
+	first := max(0, sort.Search(n, func(i int) bool { return disp[i].Displayed > from })-1)
+	out := []Interval{}
+	var longest time.Duration
+	for i := first; i < n; i++ {
+		a, b := disp[i].Displayed, r.Ran
+		if i+1 < len(disp) {
+			b = disp[i+1].Displayed
+		}
+		lo, hi := max(a, from), min(b, to)
+		if hi <= lo {
+			continue
+		}
+		longest = max(longest, hi-lo)
+		if hi-lo > r.FreezeThreshold {
+			out = append(out, Interval{From: lo, To: hi})
+		}
+	}
+	return out, longest, nil
+}
+
+// bitrateMean is the encoded video handed to QUIC in the window, per
+// second.
+func (w window) bitrateMean() float64 {
+	var bytes int64
+	for _, f := range w.r.Frames {
+		if f.Sent > 0 && w.in(f.Sent) {
+			bytes += int64(f.Bytes)
+		}
+	}
+	return float64(bytes*8) / w.length().Seconds()
+}
+
+// targetAt is the controller's bitrate at t.
+func (r *ScenarioResult) targetAt(t time.Duration) (int64, bool) {
+	i := sort.Search(len(r.Targets), func(i int) bool { return r.Targets[i].At > t })
+	if i == 0 {
+		return 0, false
+	}
+	return r.Targets[i-1].Bps, true
+}
+
+// bitrateMin is the lowest bitrate the controller asked for during the
+// window: the one in force at its start and every later change in it.
+func (w window) bitrateMin() (int64, error) {
+	b, ok := w.r.targetAt(w.from)
+	for _, t := range w.r.Targets {
+		if t.At > w.from && t.At < w.to && (!ok || t.Bps < b) {
+			b, ok = t.Bps, true
+		}
+	}
+	if !ok {
+		return 0, fmt.Errorf("%w: no bitrate set in %v", ErrNoData, w)
+	}
+	return b, nil
+}
+
+// qualityFinal is the quality of the picture on the viewer's screen at the
+// end of the window: the last frame displayed before it ends, even if
+// that was before the window began (a still screen shows it still).
+func (w window) qualityFinal() (float64, error) {
+	disp := w.r.displayed()
+	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= w.to })
+	if n == 0 {
+		return 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, w.to)
+	}
+	return disp[n-1].Quality, nil
+}
+
+func (w window) refinements() int {
+	n := 0
+	for _, f := range w.r.Frames {
+		if f.Pass > 0 && f.Sent > 0 && w.in(f.Sent) {
+			n++
+		}
+	}
+	return n
+}
+
+// utilisation is the encoded video that arrived over the downlink divided
+// by what the downlink's bottleneck could carry, over the parts of the
+// window where it has one (a rate cap or a trace). The capacity comes from
+// the series' buckets, prorated where the window cuts one; a bucket only
+// partly capped counts whole.
+func (w window) utilisation() (float64, error) {
+	var capBits, videoBits float64
+	capped := false
+	for _, pt := range w.r.Series {
+		if !pt.Down.Capped {
+			continue
+		}
+		lo, hi := max(pt.From, w.from), min(pt.To, w.to)
+		if hi <= lo {
+			continue
+		}
+		capped = true
+		capBits += pt.Down.CapacityBps * (hi - lo).Seconds()
+		for _, f := range w.r.Frames {
+			if f.Arrived > 0 && f.Arrived >= lo && f.Arrived < hi {
+				videoBits += float64(f.Bytes * 8)
+			}
+		}
+	}
+	switch {
+	case !capped:
+		return 0, fmt.Errorf("%w: the downlink has no rate cap or trace in %v", ErrNoData, w)
+	case capBits == 0:
+		return 0, fmt.Errorf("%w: the downlink's trace offers no capacity in %v", ErrNoData, w)
+	}
+	return videoBits / capBits, nil
+}
+
+// changes lists the instants at which a direction's network phase changes,
+// merged across directions.
+func (r *ScenarioResult) changes() []Recovery {
+	var out []Recovery
+	add := func(dir string, phases []PhaseInfo) {
+		for _, ph := range phases {
+			if ph.At <= 0 {
+				continue
+			}
+			if i := slices.IndexFunc(out, func(c Recovery) bool { return c.At == ph.At }); i >= 0 {
+				out[i].Direction = "both"
+				continue
+			}
+			out = append(out, Recovery{At: ph.At, Direction: dir})
+		}
+	}
+	add("down", r.Network.Down)
+	add("up", r.Network.Up)
+	slices.SortFunc(out, func(a, b Recovery) int { return int(a.At - b.At) })
+	return out
+}
+
+// recoveries measures, for each network phase change in the window, how
+// long the latency took to come back: the level before is the median
+// latency of the second before the change (or of the last second with a
+// frame displayed, if the screen was frozen then); the latency is back
+// when a whole second starting at or after the change has a median at
+// most 20% above it and no freeze. Better latency counts as back:
+// recovering means undoing the harm. The freeze condition is there
+// because a frozen screen has no latency to take a median of: without it
+// the few fresh frames after a blackout would call the second good while
+// the image stood still for most of it. A change that never recovers
+// before the window ends counts the time to the end.
+func (w window) recoveries() ([]Recovery, error) {
+	disp := w.r.displayed()
+	median := func(a, b time.Duration) (time.Duration, bool) {
+		fs := framesIn(disp, a, b, displayedAt)
+		if len(fs) == 0 {
+			return 0, false
+		}
+		return quantile(latencies(fs), 0.5), true
+	}
+	var out []Recovery
+	for _, c := range w.r.changes() {
+		if !w.in(c.At) {
+			continue
+		}
+		before, ok := median(c.At-recoverySpan, c.At)
+		if !ok {
+			last := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= c.At })
+			if last == 0 {
+				continue // nothing was displayed before: no level to return to
+			}
+			end := disp[last-1].Displayed
+			before, _ = median(end-recoverySpan, end+1)
+		}
+		c.Before = before
+		limit := time.Duration(float64(before) * (1 + recoverySlack))
+		c.After = w.to - c.At
+		for s := time.Duration(0); c.At+s+recoverySpan <= w.to; s += recoveryStep {
+			a, b := c.At+s, c.At+s+recoverySpan
+			if m, ok := median(a, b); !ok || m > limit {
+				continue
+			}
+			if fz, _, err := w.r.pauses(disp, a, b); err != nil || len(fz) > 0 {
+				continue
+			}
+			c.Recovered, c.After = true, s
+			break
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no network phase change with frames displayed before it in %v", ErrNoData, w)
+	}
+	return out, nil
+}

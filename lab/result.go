@@ -1,0 +1,493 @@
+package lab
+
+import (
+	"slices"
+	"time"
+
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// ResultSchema names the JSON form of ScenarioResult. A change that an
+// older reader would misread (a field renamed, a unit changed) takes a new
+// version; adding a field does not.
+const ResultSchema = "latencylab.result/v1"
+
+// A ScenarioResult is what one run of a scenario measured, in a form that
+// survives JSON: everything Measure needs is in it, so a result read back
+// from a file measures exactly as the fresh one.
+//
+// Instants are offsets from the session's time zero (the links' epoch, the
+// screen's time zero and the start of the agent), and every duration in
+// the JSON form is a whole number of nanoseconds in a field whose name
+// ends in _ns; rates are bits per second (_bps). Measurements and the
+// bounds of checks use the catalogue's units instead (seconds, bits/s,
+// fractions), as scenario files do.
+type ScenarioResult struct {
+	// Schema is ResultSchema.
+	Schema string `json:"schema"`
+	// Scenario, File, Description, Findings and Groups are the scenario's.
+	Scenario    string   `json:"scenario"`
+	File        string   `json:"file,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Findings    []string `json:"findings,omitempty"`
+	Groups      []string `json:"groups,omitempty"`
+	// Seed is the run's seed.
+	Seed uint64 `json:"seed"`
+	// Duration is the scenario's; Ran is how long the session actually
+	// ran (shorter when it was interrupted).
+	Duration time.Duration `json:"duration_ns"`
+	Ran      time.Duration `json:"ran_ns"`
+	// Interrupted says why the run stopped early; empty when it did not.
+	Interrupted string `json:"interrupted,omitempty"`
+	// Handshake is how long QUIC took to connect, before time zero; Late
+	// is how long after time zero the agent started because the
+	// handshake overran its lead.
+	Handshake time.Duration `json:"handshake_ns"`
+	Late      time.Duration `json:"late_ns,omitempty"`
+	// Refresh is the agent's display refresh, which sets the freeze
+	// threshold, FreezeThreshold: max(150 ms, 3 refresh intervals).
+	Refresh         float64       `json:"refresh_hz"`
+	FreezeThreshold time.Duration `json:"freeze_threshold_ns"`
+	// SampleEvery is the period of Series.
+	SampleEvery time.Duration `json:"sample_every_ns"`
+	// Encoder is the encoder the agent's probe chose; Probe what it tried.
+	Encoder string         `json:"encoder"`
+	Probe   []ProbeAttempt `json:"probe"`
+	// Network describes each direction's phases.
+	Network NetworkInfo `json:"network"`
+	// Frames is the ground truth of every frame sent, by sequence number.
+	Frames []FrameRecord `json:"frames"`
+	// Events are the agent's skips and the viewer's drops, in order.
+	Events []EventRecord `json:"events"`
+	// Targets are the controller's bitrate and each of its changes.
+	Targets []TargetRecord `json:"targets"`
+	// Series samples the session every SampleEvery.
+	Series []Point `json:"series"`
+	// Links are the links' counters over the session (from time zero).
+	Links LinkTotals `json:"links"`
+	// Summary is the whole session's figures.
+	Summary Summary `json:"summary"`
+	// Checks are the scenario's expectations, evaluated.
+	Checks []Check `json:"checks"`
+}
+
+// ProbeAttempt is one encoder the agent's start-up probe tried (N5).
+type ProbeAttempt struct {
+	Name     string        `json:"name"`
+	Hardware bool          `json:"hardware,omitempty"`
+	Error    string        `json:"error,omitempty"` // why it did not open; empty for the one chosen
+	Took     time.Duration `json:"took_ns"`
+}
+
+// NetworkInfo lists the phases of both directions: Down carries the video.
+type NetworkInfo struct {
+	Up   []PhaseInfo `json:"up"`
+	Down []PhaseInfo `json:"down"`
+}
+
+// PhaseInfo describes one phase of a direction's timeline.
+type PhaseInfo struct {
+	// At is when the phase starts.
+	At time.Duration `json:"at_ns"`
+	// Description sums the phase up: "delay 25ms, loss 1%, rate 5 Mbit/s".
+	Description string `json:"description"`
+	// RateBps is the rate cap (0: none); Trace the trace replayed instead,
+	// as the scenario names it.
+	RateBps int64  `json:"rate_bps,omitempty"`
+	Trace   string `json:"trace,omitempty"`
+}
+
+// FrameRecord is one frame's ground truth. Instants are offsets from time
+// zero; 0 in Sent, Arrived or Displayed means it did not happen (none of
+// them can happen at time zero itself: a frame is captured at the earliest
+// then and takes time to encode), 0 in Estimate means the viewer had no
+// clock estimate yet.
+type FrameRecord struct {
+	Seq      uint64  `json:"seq"`
+	Pass     int     `json:"pass,omitempty"` // refinement pass, 0 for a new image (N15)
+	Keyframe bool    `json:"keyframe,omitempty"`
+	Bytes    int     `json:"bytes"` // the encoded frame, without the lab's frame header
+	Quality  float64 `json:"quality"`
+	// Captured, EncodeEnd, Sent, Arrived and Displayed are the frame's
+	// true instants.
+	Captured  time.Duration `json:"captured_ns"`
+	EncodeEnd time.Duration `json:"encode_end_ns"`
+	Sent      time.Duration `json:"sent_ns,omitempty"`
+	Arrived   time.Duration `json:"arrived_ns,omitempty"`
+	Displayed time.Duration `json:"displayed_ns,omitempty"`
+	// Latency is capture to display, Network end of encoding to arrival
+	// (N12), both true; Estimate and EstimateNetwork are the viewer's own
+	// figures for them, made through its clock-offset estimate (N1).
+	Latency         time.Duration `json:"latency_ns,omitempty"`
+	Network         time.Duration `json:"network_ns,omitempty"`
+	Estimate        time.Duration `json:"estimate_ns,omitempty"`
+	EstimateNetwork time.Duration `json:"estimate_network_ns,omitempty"`
+	// Dropped is why the viewer never displayed the frame.
+	Dropped string `json:"dropped,omitempty"`
+}
+
+// WasDisplayed tells whether the frame reached the viewer's screen.
+func (f FrameRecord) WasDisplayed() bool { return f.Displayed > 0 }
+
+// Event kinds of EventRecord.
+const (
+	EventSkip = "skip" // the agent skipped a capture (agent.Skip* reasons)
+	EventDrop = "drop" // the viewer dropped a frame (viewer.Reason* reasons)
+)
+
+// EventRecord is a skip or a drop.
+type EventRecord struct {
+	At     time.Duration `json:"at_ns"`
+	Kind   string        `json:"kind"`
+	Reason string        `json:"reason"`
+	Seq    uint64        `json:"seq,omitempty"`
+}
+
+// TargetRecord is the controller's bitrate from At on.
+type TargetRecord struct {
+	At  time.Duration `json:"at_ns"`
+	Bps int64         `json:"bps"`
+}
+
+// Point is one bucket of the time series, [From, To): SampleEvery long
+// except perhaps the last.
+type Point struct {
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+	// Displayed counts the frames displayed in the bucket, LatencyMedian
+	// is the median of their true latency (0 when none was displayed).
+	Displayed     int           `json:"displayed"`
+	LatencyMedian time.Duration `json:"latency_median_ns"`
+	// TargetBps is the controller's bitrate at To; SendBps the encoded
+	// video handed to QUIC during the bucket.
+	TargetBps int64   `json:"target_bps"`
+	SendBps   float64 `json:"send_bps"`
+	// Up and Down are the links.
+	Up   LinkPoint `json:"up"`
+	Down LinkPoint `json:"down"`
+}
+
+// LinkPoint is one direction during one bucket.
+type LinkPoint struct {
+	// QueueBytes is what waited in the bottleneck's queue at To.
+	QueueBytes int64 `json:"queue_bytes"`
+	// QueueDelay is the mean time the packets that reached the
+	// bottleneck during the bucket waited in its queue.
+	QueueDelay time.Duration `json:"queue_delay_ns"`
+	// ThroughputBps is what the link delivered (every packet, QUIC's
+	// headers and acknowledgements included).
+	ThroughputBps float64 `json:"throughput_bps"`
+	// CapacityBps is what the bottleneck (rate or trace) could carry,
+	// averaged over the bucket; Capped says a bottleneck was there for at
+	// least part of it. Without one there is no capacity to speak of.
+	CapacityBps float64 `json:"capacity_bps"`
+	Capped      bool    `json:"capped"`
+}
+
+// LinkTotals are both directions' counters over the session.
+type LinkTotals struct {
+	Up   LinkTotal `json:"up"`
+	Down LinkTotal `json:"down"`
+}
+
+// LinkTotal is one direction's counters from time zero to the end.
+type LinkTotal struct {
+	OfferedPackets   uint64            `json:"offered_packets"`
+	OfferedBytes     uint64            `json:"offered_bytes"`
+	DeliveredPackets uint64            `json:"delivered_packets"`
+	DeliveredBytes   uint64            `json:"delivered_bytes"`
+	Dropped          map[string]uint64 `json:"dropped"` // packets, by reason
+	// QueueMean is the mean wait in the bottleneck's queue of the packets
+	// of the session; QueueMax the longest since the link was made.
+	QueueMean time.Duration `json:"queue_mean_ns"`
+	QueueMax  time.Duration `json:"queue_max_ns"`
+}
+
+// Summary is the whole session's figures, each computed as Measure
+// computes it over [0, Ran).
+type Summary struct {
+	// Frames counts frames sent (refinement passes included); Displayed
+	// those displayed; FirstDisplay is when the first one was.
+	Frames       int           `json:"frames"`
+	Displayed    int           `json:"displayed"`
+	FirstDisplay time.Duration `json:"first_display_ns"`
+	// Latency is the true capture-to-display latency of displayed frames.
+	Latency LatencySummary `json:"latency"`
+	// NetworkMedian is the median network part (N12).
+	NetworkMedian time.Duration `json:"network_median_ns"`
+	// EstimateErrorMax is the viewer's worst latency estimate (N1).
+	EstimateErrorMax time.Duration `json:"estimate_error_max_ns"`
+	// FPS is frames displayed per second.
+	FPS float64 `json:"fps"`
+	// Freezes are the pauses between displayed frames longer than the
+	// freeze threshold; FreezeLongest is the longest pause, freeze or not.
+	Freezes       []Interval    `json:"freezes"`
+	FreezeLongest time.Duration `json:"freeze_longest_ns"`
+	// Skipped and Dropped count the agent's skips and the viewer's drops
+	// by reason.
+	Skipped map[string]int `json:"skipped"`
+	Dropped map[string]int `json:"dropped"`
+	// BitrateMean is the video sent, BitrateMin the lowest target.
+	BitrateMean float64 `json:"bitrate_mean_bps"`
+	BitrateMin  int64   `json:"bitrate_min_bps"`
+	// QualityFinal is the quality of the last frame displayed (N15).
+	QualityFinal float64 `json:"quality_final"`
+	// Refinements counts refinement passes sent (N15).
+	Refinements int `json:"refinements"`
+	// Utilisation is the video delivered over the downlink's capacity;
+	// absent when the downlink has no bottleneck.
+	Utilisation *float64 `json:"utilisation,omitempty"`
+	// Recovery is the time to recover after each network phase change.
+	Recovery []Recovery `json:"recovery"`
+}
+
+// LatencySummary is a latency distribution's figures.
+type LatencySummary struct {
+	Median time.Duration `json:"median_ns"`
+	P95    time.Duration `json:"p95_ns"`
+	P99    time.Duration `json:"p99_ns"`
+	Min    time.Duration `json:"min_ns"`
+	Max    time.Duration `json:"max_ns"`
+}
+
+// Interval is a stretch of the session.
+type Interval struct {
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+}
+
+// Recovery is how the latency came back after a network phase change.
+type Recovery struct {
+	// At is the change, in Direction ("up", "down" or "both").
+	At        time.Duration `json:"at_ns"`
+	Direction string        `json:"direction"`
+	// Before is the median latency over the second before the change.
+	Before time.Duration `json:"before_ns"`
+	// Recovered tells whether a second's median came back within 20% of
+	// Before; After is when that second started, counted from the change,
+	// or the time from the change to the end when it never did.
+	Recovered bool          `json:"recovered"`
+	After     time.Duration `json:"after_ns"`
+}
+
+// Passed tells whether every check passed (and none failed to measure).
+func (r *ScenarioResult) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// DefaultSampleEvery is the period of a result's time series: the viewer's
+// report period (N1), so the series sees what the controller sees.
+const DefaultSampleEvery = 250 * time.Millisecond
+
+// freezeThreshold is max(150 ms, 3 frame intervals at refresh Hz).
+func freezeThreshold(refresh float64) time.Duration {
+	return max(150*time.Millisecond, time.Duration(3*float64(time.Second)/refresh))
+}
+
+// newScenarioResult turns a session's raw result into a scenario's.
+func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted error) *ScenarioResult {
+	start := res.Start
+	off := func(t time.Time) time.Duration {
+		if t.IsZero() {
+			return 0
+		}
+		return t.Sub(start)
+	}
+	r := &ScenarioResult{
+		Schema:          ResultSchema,
+		Scenario:        sc.Name,
+		File:            sc.File,
+		Description:     sc.Description,
+		Findings:        slices.Clone(sc.Findings),
+		Groups:          slices.Clone(sc.Groups),
+		Seed:            sc.Seed,
+		Duration:        sc.Duration,
+		Ran:             min(sc.Duration, max(0, res.End.Sub(start))),
+		Handshake:       res.Handshake,
+		Late:            res.Late,
+		Refresh:         p.refresh,
+		FreezeThreshold: freezeThreshold(p.refresh),
+		SampleEvery:     p.session.SampleEvery,
+		Probe:           []ProbeAttempt{},
+		Network:         p.network,
+		Frames:          make([]FrameRecord, 0, len(res.Frames)),
+		Events:          make([]EventRecord, 0, len(res.Events)),
+		Targets:         make([]TargetRecord, 0, len(res.Targets)),
+		Series:          []Point{},
+		Checks:          []Check{},
+	}
+	if r.Network.Up == nil {
+		r.Network.Up = []PhaseInfo{}
+	}
+	if r.Network.Down == nil {
+		r.Network.Down = []PhaseInfo{}
+	}
+	if interrupted != nil {
+		r.Interrupted = interrupted.Error()
+	}
+	for _, a := range res.Probe {
+		pa := ProbeAttempt{Name: a.Name, Hardware: a.Hardware, Took: a.Took}
+		if a.Err != nil {
+			pa.Error = a.Err.Error()
+		} else {
+			r.Encoder = a.Name
+		}
+		r.Probe = append(r.Probe, pa)
+	}
+	for _, f := range res.Frames {
+		fr := FrameRecord{
+			Seq: f.Seq, Pass: f.Pass, Keyframe: f.Keyframe, Bytes: f.Bytes, Quality: f.Quality,
+			Captured: off(f.Captured), EncodeEnd: off(f.EncodeEnd), Sent: off(f.Sent),
+			Arrived: off(f.Arrived), Displayed: off(f.Displayed),
+			Latency: f.Latency(), Network: f.Network(),
+			Estimate: f.Estimated, EstimateNetwork: f.EstimatedNetwork,
+			Dropped: f.Dropped,
+		}
+		r.Frames = append(r.Frames, fr)
+	}
+	for _, e := range res.Events {
+		r.Events = append(r.Events, EventRecord{At: off(e.At), Kind: e.Kind, Reason: e.Reason, Seq: e.Seq})
+	}
+	for _, t := range res.Targets {
+		r.Targets = append(r.Targets, TargetRecord{At: off(t.At), Bps: t.Bps})
+	}
+	r.Series = buildSeries(r, p, res.Samples, off)
+	r.Links = linkTotals(res)
+	r.Summary = r.summarise()
+	r.Checks = r.Evaluate(sc.Expect)
+	return r
+}
+
+// buildSeries makes a point of every interval between two samples.
+func buildSeries(r *ScenarioResult, p *plan, samples []Sample, off func(time.Time) time.Duration) []Point {
+	out := []Point{}
+	byDisplay := r.displayed()
+	for i := 1; i < len(samples); i++ {
+		a, b := off(samples[i-1].At), off(samples[i].At)
+		if b <= a {
+			continue
+		}
+		secs := (b - a).Seconds()
+		pt := Point{From: a, To: b}
+		lat := latencies(framesIn(byDisplay, a, b, displayedAt))
+		pt.Displayed = len(lat)
+		if len(lat) > 0 {
+			pt.LatencyMedian = quantile(lat, 0.5)
+		}
+		pt.TargetBps, _ = r.targetAt(b)
+		var sent int64
+		for _, f := range r.Frames {
+			if f.Sent > 0 && f.Sent >= a && f.Sent < b {
+				sent += int64(f.Bytes)
+			}
+		}
+		pt.SendBps = float64(sent*8) / secs
+		pt.Up = linkPoint(samples[i-1].Uplink, samples[i].Uplink, p.up, a, b)
+		pt.Down = linkPoint(samples[i-1].Downlink, samples[i].Downlink, p.down, a, b)
+		out = append(out, pt)
+	}
+	return out
+}
+
+func linkPoint(prev, cur netem.Stats, caps []capPhase, a, b time.Duration) LinkPoint {
+	lp := LinkPoint{QueueBytes: int64(cur.Backlog.Bytes)}
+	if n := cur.Queued.Packets - prev.Queued.Packets; n > 0 {
+		lp.QueueDelay = (cur.Queued.Total - prev.Queued.Total) / time.Duration(n)
+	}
+	lp.ThroughputBps = float64((cur.Delivered.Bytes-prev.Delivered.Bytes)*8) / (b - a).Seconds()
+	bits, capped := capacity(caps, a, b)
+	lp.CapacityBps, lp.Capped = bits/(b-a).Seconds(), capped > 0
+	return lp
+}
+
+// linkTotals are the links' counters from the first sample (time zero) to
+// the last, so the handshake before time zero does not count.
+func linkTotals(res *Result) LinkTotals {
+	up, down := res.Uplink, res.Downlink
+	var up0, down0 netem.Stats
+	if n := len(res.Samples); n > 0 {
+		up0, down0 = res.Samples[0].Uplink, res.Samples[0].Downlink
+		up, down = res.Samples[n-1].Uplink, res.Samples[n-1].Downlink
+	}
+	return LinkTotals{Up: linkTotal(up0, up), Down: linkTotal(down0, down)}
+}
+
+func linkTotal(from, to netem.Stats) LinkTotal {
+	t := LinkTotal{
+		OfferedPackets:   to.Offered.Packets - from.Offered.Packets,
+		OfferedBytes:     to.Offered.Bytes - from.Offered.Bytes,
+		DeliveredPackets: to.Delivered.Packets - from.Delivered.Packets,
+		DeliveredBytes:   to.Delivered.Bytes - from.Delivered.Bytes,
+		Dropped:          map[string]uint64{},
+		QueueMax:         to.Queued.Max,
+	}
+	for reason, c := range to.Dropped {
+		if n := c.Packets - from.Dropped[reason].Packets; n > 0 {
+			t.Dropped[string(reason)] = n
+		}
+	}
+	if n := to.Queued.Packets - from.Queued.Packets; n > 0 {
+		t.QueueMean = (to.Queued.Total - from.Queued.Total) / time.Duration(n)
+	}
+	return t
+}
+
+// summarise computes the summary over the whole session. A figure that
+// cannot be measured (no frame displayed, say) stays zero.
+func (r *ScenarioResult) summarise() Summary {
+	from, to := time.Duration(0), r.Ran
+	s := Summary{
+		Frames:   len(r.Frames),
+		Skipped:  map[string]int{},
+		Dropped:  map[string]int{},
+		Freezes:  []Interval{},
+		Recovery: []Recovery{},
+	}
+	w := r.window(from, to)
+	disp := w.displayedFrames()
+	s.Displayed = len(disp)
+	if len(disp) > 0 {
+		s.FirstDisplay = disp[0].Displayed
+		lat := latencies(disp)
+		s.Latency = LatencySummary{Median: quantile(lat, 0.5), P95: quantile(lat, 0.95), P99: quantile(lat, 0.99), Min: lat[0], Max: lat[len(lat)-1]}
+	}
+	if v, err := w.networkMedian(); err == nil {
+		s.NetworkMedian = v
+	}
+	if v, err := w.estimateErrorMax(); err == nil {
+		s.EstimateErrorMax = v
+	}
+	s.FPS = float64(len(disp)) / w.length().Seconds()
+	if fz, longest, err := w.freezes(); err == nil {
+		s.Freezes, s.FreezeLongest = fz, longest
+	}
+	for _, e := range w.events() {
+		switch e.Kind {
+		case EventSkip:
+			s.Skipped[e.Reason]++
+		case EventDrop:
+			s.Dropped[e.Reason]++
+		}
+	}
+	s.BitrateMean = w.bitrateMean()
+	if v, err := w.bitrateMin(); err == nil {
+		s.BitrateMin = v
+	}
+	if v, err := w.qualityFinal(); err == nil {
+		s.QualityFinal = v
+	}
+	s.Refinements = w.refinements()
+	if v, err := w.utilisation(); err == nil {
+		s.Utilisation = &v
+	}
+	if rec, err := w.recoveries(); err == nil {
+		s.Recovery = rec
+	}
+	return s
+}

@@ -1,0 +1,54 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// HandshakeLead is how long before a scenario's time zero its network is
+// made and QUIC starts connecting (Session.Lead): the handshake of a
+// clean link takes a millisecond, of a 25 ms link about 100 ms, of a lossy
+// one a few hundred; time zero stays put whatever it took.
+const HandshakeLead = 2 * time.Second
+
+// Run runs a scenario and measures it: it turns the scenario into a
+// session (network timelines per direction, screen, agent, viewer, clocks,
+// controller, switches), runs it with RunSessionContext, and evaluates the
+// scenario's expectations on the result.
+//
+// Run takes the time of the session: called inside a testing/synctest
+// bubble, virtual time; it does not make one itself, because only a test
+// can (synctest.Test takes a *testing.T). Traces named "shared:NAME" are
+// read from ../shared/traces/mahimahi beside the module root, other
+// relative trace paths from the module root; a missing shared folder is
+// an error wrapping ErrSharedAbsent, for tests to skip on.
+//
+// When ctx ends during the session, Run returns the result measured so far
+// (ScenarioResult.Interrupted says so) with an error wrapping ctx's cause.
+func Run(ctx context.Context, sc *scenarios.Scenario) (*ScenarioResult, error) {
+	p, err := convert(sc)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
+	}
+	p.session.Lead = HandshakeLead
+	p.session.SampleEvery = DefaultSampleEvery
+	res, err := RunSessionContext(ctx, p.session)
+	if res == nil {
+		return nil, fmt.Errorf("scenario %q: %w", sc.Name, err)
+	}
+	r := newScenarioResult(sc, p, res, err)
+	if err != nil {
+		return r, fmt.Errorf("scenario %q: %w", sc.Name, err)
+	}
+	return r, nil
+}
+
+func nameOf(sc *scenarios.Scenario) string {
+	if sc == nil {
+		return ""
+	}
+	return sc.Name
+}
