@@ -67,8 +67,9 @@ type Phase struct {
 	Rate int64
 	// Overhead is added to each packet's size for the rate cap, in bytes.
 	Overhead int
-	// Trace replaces Rate with a mahimahi trace's capacity (a path relative
-	// to the scenario file, or "shared:NAME" for ../shared/traces/mahimahi).
+	// Trace replaces Rate with a mahimahi trace's capacity: a path from the
+	// repository's root (testdata/traces/...), or "shared:NAME" for
+	// ../shared/traces/mahimahi/NAME.
 	Trace string
 	// Queue bounds the bottleneck's queue.
 	Queue Queue
@@ -237,7 +238,7 @@ const (
 	UnitDuration Unit = "duration" // seconds
 	UnitCount    Unit = "count"
 	UnitRate     Unit = "rate"     // bits per second
-	UnitFraction Unit = "fraction" // 0..1, written as a percentage or a number
+	UnitFraction Unit = "fraction" // 0..1, written as a percentage ("95%")
 	UnitRatio    Unit = "ratio"    // a plain number
 )
 

@@ -1,0 +1,183 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBrokenFiles loads one file per kind of mistake (testdata/broken) and
+// checks each error word for word: file, line, field and message, and the
+// printed form.
+func TestBrokenFiles(t *testing.T) {
+	const dir = "testdata/broken/"
+	for _, tc := range []struct {
+		file string
+		want []Error
+	}{
+		{"unknown-key.yaml", []Error{{dir + "unknown-key.yaml", 8, "network.down[0].los",
+			`unknown key "los": did you mean loss? allowed keys: at, delay, jitter, loss, gilbert, duplicate, corrupt, rate, overhead, trace, queue, spikes, outages, block_udp`}}},
+		{"missing-unit.yaml", []Error{{dir + "missing-unit.yaml", 5, "network.down.loss",
+			"1 is missing a unit: expected a percentage like 1% or 0.1%"}}},
+		{"wrong-unit.yaml", []Error{{dir + "wrong-unit.yaml", 7, "network.both.rate",
+			"25ms has the wrong unit: expected a rate like 5Mbit/s, 500kbit/s or 1Gbit/s, not a duration"}}},
+		{"loss-out-of-range.yaml", []Error{{dir + "loss-out-of-range.yaml", 7, "network.down[0].loss",
+			"120% out of range: expected a percentage from 0% to 100%"}}},
+		{"negative-rate.yaml", []Error{{dir + "negative-rate.yaml", 5, "network.up.rate",
+			"-5Mbit/s out of range: expected a rate of 0bit/s or more, like 5Mbit/s, 500kbit/s or 1Gbit/s"}}},
+		{"queue-packets-zero.yaml", []Error{{dir + "queue-packets-zero.yaml", 7, "network.down.queue.packets",
+			"0 out of range: expected a number of packets from 1 to 2147483647 (a queue of 0 packets holds nothing; leave packets out for no limit)"}}},
+		{"missing-name.yaml", []Error{{dir + "missing-name.yaml", 1, "name",
+			"missing required field: expected lower-case words joined by '-', like lan-animation"}}},
+		{"unknown-measurement.yaml", []Error{{dir + "unknown-measurement.yaml", 6, "expect[1].measure",
+			`unknown measurement "latency.mean": did you mean latency.median? expected one of ` + measurementNames()}}},
+		{"expect-wrong-unit.yaml", []Error{{dir + "expect-wrong-unit.yaml", 6, "expect[0].max",
+			"50% has the wrong unit: expected a duration like 25ms, 1.5s or 500us, not a percentage"}}},
+		{"phases-out-of-order.yaml", []Error{{dir + "phases-out-of-order.yaml", 8, "network.down[2].at",
+			"2s out of order: expected a time after the previous one, 5s"}}},
+		{"unknown-finding.yaml", []Error{{dir + "unknown-finding.yaml", 4, "findings[1]",
+			`unknown finding "N21": expected N1-N20 or E1-E14, the IDs of FINDINGS.md`}}},
+		{"trace-and-rate.yaml", []Error{{dir + "trace-and-rate.yaml", 7, "network.down.trace",
+			"trace and rate together: a trace is the link's capacity; expected one or the other"}}},
+		{"bad-syntax.yaml", []Error{{dir + "bad-syntax.yaml", 5, "",
+			"bad YAML syntax: did not find expected ',' or '}'"}}},
+		{"from-defaults/scenario.yaml", []Error{{dir + "from-defaults/defaults.yaml", 4, "agent.send_cap",
+			`256kb has an unknown unit "kb": expected a size like 256KB, 1MB or 28B`}}},
+		// Several mistakes in one file: all of them, in line order, whether
+		// the value's own check or a check across fields found them.
+		{"several-errors.yaml", []Error{
+			{dir + "several-errors.yaml", 4, "groups[1]",
+				`unknown group "wan": did you mean lan? expected one of mobile, lan, lossy, pipeline, encoder, path, cellular`},
+			{dir + "several-errors.yaml", 7, "network.down[0].delay",
+				"25 ms has a space before its unit: expected a duration like 25ms, 1.5s or 500us"},
+			{dir + "several-errors.yaml", 8, "network.down[1].gilbert",
+				"gilbert and loss together: expected one loss model, Gilbert-Elliott or independent loss"},
+			{dir + "several-errors.yaml", 10, "screen[0].complexity",
+				"complexity does not apply to still: complexity applies to animation, typing, scrolling, video, photo"},
+			{dir + "several-errors.yaml", 12, "expect[0].to",
+				"2s is not after from 5s: expected a window that ends after it starts"},
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			s, err := LoadFile(dir + tc.file)
+			require.Nil(t, s)
+			var lines []string
+			var got []Error
+			for _, e := range Errors(err) {
+				got = append(got, *e)
+			}
+			for _, e := range tc.want {
+				lines = append(lines, e.File+":"+itoa(e.Line)+": "+strings.TrimPrefix(e.Field+": ", ": ")+e.Msg)
+			}
+			require.Equal(t, tc.want, got)
+			require.EqualError(t, err, strings.Join(lines, "\n"))
+		})
+	}
+}
+
+func measurementNames() string {
+	var names []string
+	for _, m := range Measurements {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// TestMistakes covers the other kinds of mistake on small inline files:
+// one message each, word for word, with its line and field.
+func TestMistakes(t *testing.T) {
+	const head = "name: t\ndescription: d\nduration: 20s\n" // lines 1-3
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown source", "screen: [{source: animaton}]",
+			`f.yaml:4: screen[0].source: unknown source "animaton": did you mean animation? expected one of animation, still, typing, scrolling, video, photo`},
+		{"unknown group", "groups: [Mobile]",
+			`f.yaml:4: groups[0]: unknown group "Mobile": did you mean mobile? expected one of mobile, lan, lossy, pipeline, encoder, path, cellular`},
+		{"unknown distribution", "network: {down: {jitter: {spread: 5ms, distribution: gaussian}}}",
+			`f.yaml:4: network.down.jitter.distribution: unknown distribution "gaussian": expected one of uniform, normal, pareto-normal`},
+		{"unknown preset", "agent: {encoder: x264}",
+			`f.yaml:4: agent.encoder: unknown encoder preset "x264": expected one of busy-pc, openh264, openh264-asm`},
+		{"hardware preset as encoder", "agent: {encoder: nvenc}",
+			"f.yaml:4: agent.encoder: nvenc is a hardware preset: list it under hardware; encoder takes a software preset, one of busy-pc, openh264, openh264-asm"},
+		{"absent not in hardware", "agent: {hardware: [nvenc], absent: [quicksync]}",
+			"f.yaml:4: agent.absent[0]: quicksync is not listed in hardware: absent names hardware the agent probes, expected one of [nvenc]"},
+		{"spikes min above max", "network: {down: {spikes: {min: 600ms, max: 150ms, every: 3s, duration: 200ms}}}",
+			"f.yaml:4: network.down.spikes.min: 600ms is greater than max 150ms: expected min <= max"},
+		{"spikes missing every", "network:\n  down:\n    spikes: {max: 150ms, duration: 200ms}",
+			"f.yaml:6: network.down.spikes.every: missing required field: expected the interval between spikes, like 3s"},
+		{"duration zero", "!name: t\ndescription: d\nduration: 0s",
+			"f.yaml:3: duration: 0s out of range: expected a duration above 0s"},
+		{"bad name", "!name: LAN animation\ndescription: d\nduration: 1s",
+			`f.yaml:1: name: "LAN animation" is not a valid name: expected lower-case words joined by '-', like lan-animation`},
+		{"negative delay", "network: {down: {delay: -5ms}}",
+			"f.yaml:4: network.down.delay: -5ms out of range: expected a duration of 0s or more"},
+		{"rate zero", "network: {down: {rate: 0Mbit/s}}",
+			"f.yaml:4: network.down.rate: 0Mbit/s out of range: expected a rate above 0bit/s (leave rate out, or null, for no cap)"},
+		{"queue without bottleneck", "network: {down: {queue: {packets: 100}}}",
+			"f.yaml:4: network.down.queue: queue without rate or trace: a queue forms only at a bottleneck"},
+		{"loss with gilbert", "network: {down: {loss: 1%, gilbert: {p: 1%}}}",
+			"f.yaml:4: network.down.gilbert: gilbert and loss together: expected one loss model, Gilbert-Elliott or independent loss"},
+		{"phase after the end", "network: {down: [{delay: 1ms}, {at: 20s, delay: 2ms}]}",
+			"f.yaml:4: network.down[1].at: 20s is not before the end: the scenario lasts 20s"},
+		{"later phase without at", "network:\n  down:\n    - {delay: 1ms}\n    - {delay: 2ms}",
+			"f.yaml:7: network.down[1].at: missing required field: expected the instant the phase starts, like 10s (only the first phase may leave it out)"},
+		{"both never used", "network: {both: {delay: 1ms}, up: {delay: 2ms}, down: {delay: 3ms}}",
+			"f.yaml:4: network.both: both is never used: up and down are both given"},
+		{"region off screen", "screen: [{source: video, region: {x: 60%, y: 0%, w: 50%, h: 50%}}]",
+			"f.yaml:4: screen[0].region.w: x 60% + w 50% is past the screen's right edge: expected x + w <= 100%"},
+		{"region missing h", "screen: [{source: video, region: {x: 0%, y: 0%, w: 50%}}]",
+			"f.yaml:4: screen[0].region.h: missing required field: expected the height as a percentage of the screen's height, like 50%"},
+		{"screen rate too high", "screen: [{source: animation, rate: 1000}]",
+			"f.yaml:4: screen[0].rate: 1000 out of range: expected changes per second above 0 and at most 600 (ten per refresh)"},
+		{"expectation without bound", "expect: [{measure: fps}]",
+			"f.yaml:4: expect[0]: missing a bound: expected min, max or both"},
+		{"expectation min above max", "expect: [{measure: latency.median, min: 20ms, max: 10ms}]",
+			"f.yaml:4: expect[0].min: 20ms is greater than max 10ms: expected min <= max"},
+		{"expectation count with unit", "expect: [{measure: frames.dropped, max: 0ms}]",
+			"f.yaml:4: expect[0].max: 0ms has a unit, but frames.dropped is a count: expected a plain whole number like 100"},
+		{"expectation missing unit", "expect: [{measure: latency.median, max: 150}]",
+			"f.yaml:4: expect[0].max: 150 is missing a unit: expected a duration like 25ms, 1.5s or 500us"},
+		{"expectation after the end", "expect: [{measure: fps, min: 1, to: 30s}]",
+			"f.yaml:4: expect[0].to: 30s is after the end: the scenario lasts 20s (write end for the end)"},
+		{"path later", "path: websocket",
+			"f.yaml:4: path: path websocket is not available yet: it comes with issue 7 (paths: relay, WebSocket tunnel, NAT and connection strategy); expected one of direct"},
+		{"controller later", "controller: {kind: abr}",
+			"f.yaml:4: controller.kind: controller kind abr is not available yet: it comes with issue 5 (ABR: the abr.rs-equivalent controller); expected one of fixed, steps"},
+		{"steps with fixed", "controller: {kind: fixed, steps: [{at: 1s, bitrate: 1Mbit/s}]}",
+			"f.yaml:4: controller.steps: steps with kind fixed: a fixed controller never changes its bitrate; expected kind: steps"},
+		{"yes is not a boolean", "switches: {old_capture_first: yes}",
+			"f.yaml:4: switches.old_capture_first: yes is not a boolean: expected true or false"},
+		{"duplicate key", "seed: 1\nseed: 2",
+			"f.yaml:5: seed: duplicate key seed: already given at line 4"},
+		{"normalised key", "network: {down: {block-udp: true}}",
+			`f.yaml:4: network.down.block-udp: unknown key "block-udp": did you mean block_udp? allowed keys: at, delay, jitter, loss, gilbert, duplicate, corrupt, rate, overhead, trace, queue, spikes, outages, block_udp`},
+		{"merge key", "base: &b {delay: 1ms}\n",
+			`f.yaml:4: base: unknown key "base": allowed keys: name, description, findings, groups, duration, seed, network, screen, agent, viewer, clocks, controller, switches, path, expect`},
+		{"yaml merge key", "network: {down: {<<: {delay: 1ms}}}",
+			"f.yaml:4: network.down.<<: YAML merge keys (<<) are not supported: values shared by many scenarios go in defaults.yaml"},
+		{"not a mapping", "agent: openh264",
+			`f.yaml:4: agent: expected a mapping with keys encoder, encode_time, hardware, absent, failing, refresh, convert, send_cap, refine, got "openh264"`},
+		{"not a list", "findings: N3",
+			`f.yaml:4: findings: expected a list of finding IDs like [N3, N20], got "N3"`},
+		{"refine", "agent: {refine: no}",
+			"f.yaml:4: agent.refine: no is not a refinement: expected off or a mapping like {passes: 15, every: 100ms}"},
+		{"uniform without max", "agent: {encode_time: {min: 3ms}}",
+			"f.yaml:4: agent.encode_time: min and max go together: expected {min, max} for a uniform distribution, or {mean, sd} for a normal one"},
+		{"absolute trace", "network: {down: {trace: /tmp/x.down}}",
+			`f.yaml:4: network.down.trace: "/tmp/x.down" is an absolute path: expected a path from the repository's root, or shared:NAME`},
+		{"drift", "clocks: {agent: {drift: 5000ppm}}",
+			"f.yaml:4: clocks.agent.drift: 5000ppm out of range: expected a drift from -1000ppm to 1000ppm (PC clocks drift by tens of ppm)"},
+		{"duplicate name key", "name: u",
+			"f.yaml:4: name: duplicate key name: already given at line 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := head + tc.body // a body starting with ! is the whole file
+			if full, ok := strings.CutPrefix(tc.body, "!"); ok {
+				src = full
+			}
+			s, err := Parse("f.yaml", []byte(src+"\n"), nil)
+			require.Nil(t, s)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}

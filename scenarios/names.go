@@ -1,0 +1,124 @@
+package scenarios
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/nuvirahub/latencylab/agent/encoder"
+)
+
+// The names a scenario may use. They live here, beside the loader that
+// refuses every other, and the schema test checks that
+// scenario.schema.json lists the same.
+
+// Groups are the go test entry points that run a scenario
+// (go test ./lab -run Mobile runs the group "mobile").
+var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular"}
+
+// Sources are the screen content models of agent/screen.
+var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo"}
+
+// JitterDistributions are the laws netem's jitter draws delays from.
+var JitterDistributions = []string{"uniform", "normal", "pareto-normal"}
+
+// ControllerKinds are the bitrate controllers a scenario can ask for today.
+var ControllerKinds = []string{"fixed", "steps"}
+
+// Paths are the transports a scenario can ask for today.
+var Paths = []string{"direct"}
+
+// PathDirect is the only path today, and the one a scenario without path
+// gets.
+const PathDirect = "direct"
+
+// later are names that are planned but not built yet: a scenario naming one
+// gets an error that says where it comes from rather than "unknown".
+var later = map[string]map[string]string{
+	"path": {
+		"relay":     "issue 7 (paths: relay, WebSocket tunnel, NAT and connection strategy)",
+		"websocket": "issue 7 (paths: relay, WebSocket tunnel, NAT and connection strategy)",
+	},
+	"controller.kind": {
+		"abr": "issue 5 (ABR: the abr.rs-equivalent controller)",
+	},
+}
+
+// findingID matches the IDs of ../shared/FINDINGS.md: N1-N20 (the network
+// and pipeline write-up) and E1-E14 (the codec experiments).
+var findingID = regexp.MustCompile(`^(N([1-9]|1[0-9]|20)|E([1-9]|1[0-4]))$`)
+
+// FindingIDs lists every finding ID a scenario may name, in order.
+func FindingIDs() []string {
+	var ids []string
+	for i := 1; i <= 20; i++ {
+		ids = append(ids, "N"+strconv.Itoa(i))
+	}
+	for i := 1; i <= 14; i++ {
+		ids = append(ids, "E"+strconv.Itoa(i))
+	}
+	return ids
+}
+
+// namePattern is what a scenario name looks like: lower-case words (letters
+// and digits) joined by '-', so that it is a file name, a subtest name and a
+// result file name without quoting.
+var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// SoftwarePresets and HardwarePresets split agent/encoder's presets: the
+// agent's `encoder` is the software fallback, `hardware` lists what it
+// probes first (N5).
+func SoftwarePresets() []string { return presetsWhere(false) }
+
+// HardwarePresets lists the presets that model a GPU encoder.
+func HardwarePresets() []string { return presetsWhere(true) }
+
+func presetsWhere(hardware bool) []string {
+	var out []string
+	for _, name := range encoder.PresetNames() {
+		if cfg, err := encoder.Preset(name); err == nil && cfg.Hardware == hardware {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// sourceFields says which optional fields each screen source has: a
+// full-screen animation has no region, a still image has nothing to tune.
+// A field a source ignores is an error rather than silently unused.
+var sourceFields = map[string][]string{
+	"animation": {"rate", "complexity"},
+	"still":     {},
+	"typing":    {"complexity"},
+	"scrolling": {"rate", "region", "complexity"},
+	"video":     {"rate", "region", "complexity"},
+	"photo":     {"region", "complexity"},
+}
+
+// sourcesWith lists the sources that have field, for error messages.
+func sourcesWith(field string) []string {
+	var out []string
+	for _, s := range Sources {
+		if slices.Contains(sourceFields[s], field) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkName says what is wrong with a name from a list of known ones, with
+// a suggestion when one is close. what is "source", "group", ...
+func checkName(value, what, field string, known []string) string {
+	if slices.Contains(known, value) {
+		return ""
+	}
+	if why, ok := later[field][value]; ok {
+		return fmt.Sprintf("%s %s is not available yet: it comes with %s; expected one of %s", what, value, why, list(known))
+	}
+	msg := fmt.Sprintf("unknown %s %q:", what, value)
+	if s := closest(value, known); s != "" {
+		msg += " did you mean " + s + "?"
+	}
+	return msg + " expected one of " + list(known)
+}

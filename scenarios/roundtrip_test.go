@@ -1,0 +1,212 @@
+package scenarios
+
+import (
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+func ptr(f float64) *float64 { return &f }
+
+// TestEveryKey loads testdata/good/every-key.yaml, which uses every key of
+// the format, into exactly the Scenario it describes.
+func TestEveryKey(t *testing.T) {
+	const file = "testdata/good/every-key.yaml"
+	s, err := LoadFile(file)
+	require.NoError(t, err)
+	used := map[string]bool{}
+	// up, down and both cannot all be in one file: directions.yaml has down.
+	for _, f := range []string{file, "testdata/good/directions.yaml"} {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, d, err := decodeFile(f, data, "", nil)
+		require.NoError(t, err)
+		maps.Copy(used, d.used)
+	}
+	for kind, keys := range objects {
+		for _, key := range keys {
+			require.True(t, used[kind+"."+key], "testdata/good does not use %s.%s", kind, key)
+		}
+	}
+
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var expectLines []int
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "  - {measure:") {
+			expectLines = append(expectLines, i+1)
+		}
+	}
+	require.Len(t, expectLines, 6)
+
+	want := &Scenario{
+		File:        file,
+		Name:        "every-key",
+		Description: "A phone on a cellular link that hands over at 10 s, used by the tests to show every key of the format at least once.",
+		Findings:    []string{"N13", "N14"},
+		Groups:      []string{"mobile", "cellular"},
+		Duration:    30 * time.Second,
+		Seed:        7,
+		Network: Network{
+			Up: []Phase{{Delay: 25 * time.Millisecond, Rate: 1_000_000}},
+			Down: []Phase{
+				{
+					Delay:     25 * time.Millisecond,
+					Jitter:    &Jitter{Spread: 5 * time.Millisecond, Distribution: "normal", Correlation: 0.25},
+					Loss:      0.01,
+					Duplicate: percentOf(0.1),
+					Corrupt:   percentOf(0.1),
+					Rate:      5_000_000,
+					Overhead:  28,
+					Queue:     Queue{Bytes: 256 << 10, Packets: 1000, Delay: 100 * time.Millisecond, CoDel: true},
+					Spikes: &Spikes{Min: 150 * time.Millisecond, Max: 600 * time.Millisecond, Every: 3 * time.Second,
+						Duration: 200 * time.Millisecond, Offset: time.Second, Random: true},
+				},
+				{
+					At:      10 * time.Second,
+					Delay:   40 * time.Millisecond,
+					Gilbert: &Gilbert{P: 0.01, R: 0.3, OneMinusH: 1, OneMinusK: 0},
+					Trace:   "testdata/traces/cellular-a.down",
+					Outages: &Outages{Every: 10 * time.Second, Duration: 500 * time.Millisecond, Offset: 5 * time.Second, Hold: true},
+				},
+				{
+					At:      20 * time.Second,
+					Delay:   25 * time.Millisecond,
+					Outages: &Outages{Windows: []Window{{Start: 22 * time.Second, Duration: 2 * time.Second}}},
+				},
+			},
+		},
+		Screen: []ScreenPhase{
+			{Source: "animation", Complexity: 0.8, Rate: 30},
+			{At: 10 * time.Second, Source: "photo", Complexity: 0.9, Region: &Region{X: 0.1, Y: 0.1, W: 0.5, H: 0.5}},
+		},
+		Agent: Agent{
+			Encoder: "openh264-asm",
+			EncodeTime: &Dist{Mean: 9 * time.Millisecond, SD: time.Millisecond,
+				Min: 7 * time.Millisecond, Max: 12 * time.Millisecond},
+			Hardware:     []string{"quicksync", "nvenc"},
+			Absent:       []string{"quicksync"},
+			Failing:      []string{"nvenc"},
+			Refresh:      60,
+			SendCap:      256 << 10,
+			RefinePasses: 15,
+			RefineEvery:  100 * time.Millisecond,
+		},
+		Viewer: Viewer{Decode: &Dist{List: []time.Duration{3 * time.Millisecond, 4 * time.Millisecond}},
+			Refresh: 60, Present: 8 * time.Millisecond},
+		Clocks: Clocks{Agent: Clock{Offset: 3 * time.Second, DriftPPM: 50},
+			Viewer: Clock{Offset: -time.Second, DriftPPM: -20}},
+		Controller: Controller{Kind: "steps", Bitrate: 4_000_000,
+			Steps: []Step{{At: 5 * time.Second, Bitrate: 3_200_000}}},
+		Switches: Switches{OldWaitForFrame: true, OldCaptureFirst: true, OldShowEveryFrame: true,
+			OldRestartOnBitrateChange: true},
+		Path: "direct",
+		Expect: []Expectation{
+			{Measure: "latency.median", Max: ptr(0.150), From: 5 * time.Second, Line: expectLines[0]},
+			{Measure: "latency.p95", Min: ptr(0.020), Max: ptr(1.5), From: time.Second, To: 10 * time.Second, Line: expectLines[1]},
+			{Measure: "frames.dropped", Max: ptr(0), Line: expectLines[2]},
+			{Measure: "bitrate.mean", Min: ptr(500_000), Line: expectLines[3]},
+			{Measure: "quality.final", Min: ptr(0.95), Line: expectLines[4]},
+			{Measure: "fps", Min: ptr(29.5), Line: expectLines[5]},
+		},
+	}
+	require.Equal(t, want, s)
+	requireRoundTrip(t, s)
+}
+
+// requireRoundTrip writes s back in the format and checks that it reads
+// back as s (but for the file and the expectations' lines).
+func requireRoundTrip(t testing.TB, s *Scenario) {
+	t.Helper()
+	out, err := yaml.Marshal(s)
+	require.NoError(t, err)
+	back, err := Parse(s.File, out, nil)
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, withoutLines(s), withoutLines(back), "%s", out)
+}
+
+func withoutLines(s *Scenario) *Scenario {
+	c := *s
+	c.Expect = slices.Clone(s.Expect)
+	for i := range c.Expect {
+		c.Expect[i].Line = 0
+	}
+	return &c
+}
+
+// TestForms checks the other ways of writing a value: the short forms, the
+// alternatives, and what a left-out value becomes.
+func TestForms(t *testing.T) {
+	const head = "name: t\ndescription: d\nduration: 20s\n"
+	for _, tc := range []struct {
+		name, body string
+		check      func(t *testing.T, s *Scenario)
+	}{
+		{"defaults of a bare scenario", "", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Scenario{File: "f.yaml", Name: "t", Description: "d", Duration: 20 * time.Second,
+				Path: "direct", Controller: Controller{Kind: "fixed"}}, s)
+		}},
+		{"refine off, convert cpu", "agent: {refine: off, convert: cpu}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, Agent{NoRefine: true, ConvertOnCPU: true}, s.Agent)
+		}},
+		{"constant dist", "agent: {encode_time: 130ms}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Dist{Mean: 130 * time.Millisecond}, s.Agent.EncodeTime)
+		}},
+		{"uniform dist", "viewer: {decode: {min: 3ms, max: 4ms}}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Dist{Min: 3 * time.Millisecond, Max: 4 * time.Millisecond}, s.Viewer.Decode)
+		}},
+		{"normal dist", "agent: {encode_time: {mean: 130ms, sd: 10ms}}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Dist{Mean: 130 * time.Millisecond, SD: 10 * time.Millisecond}, s.Agent.EncodeTime)
+		}},
+		{"one phase, one direction", "network: {down: {delay: 500µs}}", func(t *testing.T, s *Scenario) {
+			require.Nil(t, s.Network.Up)
+			require.Equal(t, []Phase{{Delay: 500 * time.Microsecond}}, s.Network.Down)
+		}},
+		{"gilbert with tc's defaults", "network: {down: {gilbert: {p: 5%}}}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Gilbert{P: 0.05, R: 0.95, OneMinusH: 1}, s.Network.Down[0].Gilbert)
+		}},
+		{"jitter with the default distribution", "network: {down: {jitter: {spread: 5ms}}}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Jitter{Spread: 5 * time.Millisecond, Distribution: "uniform"}, s.Network.Down[0].Jitter)
+		}},
+		{"one screen phase, rate in Hz", "screen: {source: video, rate: 24Hz}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, []ScreenPhase{{Source: "video", Rate: 24}}, s.Screen)
+		}},
+		{"one expectation, to an instant", "expect: {measure: utilisation, min: 80%, to: 15s}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, []Expectation{{Measure: "utilisation", Min: ptr(0.8), To: 15 * time.Second, Line: 4}}, s.Expect)
+		}},
+		{"steps without kind", "controller: {steps: [{at: 0s, bitrate: 1Mbit/s}]}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, Controller{Kind: "steps", Steps: []Step{{Bitrate: 1_000_000}}}, s.Controller)
+		}},
+		{"null is absent", "seed: ~\nagent: null\nnetwork: {down: {loss: }}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, uint64(0), s.Seed)
+			require.Equal(t, []Phase{{}}, s.Network.Down)
+		}},
+		{"aliases", "network:\n  up: &lan {delay: 1ms, rate: 1Gbit/s}\n  down: *lan", func(t *testing.T, s *Scenario) {
+			require.Equal(t, s.Network.Up, s.Network.Down)
+			require.Equal(t, []Phase{{Delay: time.Millisecond, Rate: 1_000_000_000}}, s.Network.Down)
+		}},
+		{"largest seed", "seed: 18446744073709551615", func(t *testing.T, s *Scenario) {
+			require.Equal(t, uint64(18446744073709551615), s.Seed)
+		}},
+		{"empty timeline", "network: {down: []}", func(t *testing.T, s *Scenario) {
+			require.Nil(t, s.Network.Down)
+		}},
+		{"outage windows back to back", "network: {down: {outages: {windows: [{start: 1s, duration: 1s}, {start: 2s, duration: 1s}]}}}", func(t *testing.T, s *Scenario) {
+			require.Len(t, s.Network.Down[0].Outages.Windows, 2)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("f.yaml", []byte(head+tc.body+"\n"), nil)
+			require.NoError(t, err)
+			tc.check(t, s)
+			require.NoError(t, s.Validate())
+			requireRoundTrip(t, s)
+		})
+	}
+}

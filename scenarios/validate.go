@@ -1,0 +1,525 @@
+package scenarios
+
+import (
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxRefresh is the screen model's highest display refresh.
+const maxRefresh = 1000
+
+// maxDriftPPM bounds a clock's drift: PC quartz clocks drift by tens of
+// ppm; a thousand is already a broken clock, and more would make the
+// viewer's offset estimate meaningless.
+const maxDriftPPM = 1000
+
+// Validate checks a Scenario the way the loader checks a file: required
+// fields, names (findings, groups, sources, presets, distributions,
+// measurements), ranges, the order of timelines and the fields that cannot
+// go together. The loader runs the same checks, so a loaded scenario
+// always validates; Validate is for scenarios built or changed in Go.
+// Its errors are *Error values with File set from s.File and no line.
+func (s *Scenario) Validate() error {
+	errs := &errorList{main: s.File}
+	validate(s, func(field string, _ []string, msg string) {
+		errs.add(Error{File: s.File, Field: field, Msg: msg})
+	})
+	return errs.err()
+}
+
+// reporter receives one mistake: the canonical field it is about, the
+// other fields the check read (an error about them makes this one moot)
+// and the message.
+type reporter func(field string, related []string, msg string)
+
+// validate runs every check on s, reporting each mistake to rep.
+func validate(s *Scenario, rep reporter) {
+	v := validator{s: s, rep: rep}
+	v.top()
+	v.network("network.up", s.Network.Up)
+	v.network("network.down", s.Network.Down)
+	v.screen()
+	v.agent()
+	v.viewer()
+	v.clock("clocks.agent", s.Clocks.Agent)
+	v.clock("clocks.viewer", s.Clocks.Viewer)
+	v.controller()
+	if s.Path != "" {
+		if msg := checkName(s.Path, "path", "path", Paths); msg != "" {
+			rep("path", nil, msg)
+		}
+	}
+	v.expectations()
+}
+
+type validator struct {
+	s   *Scenario
+	rep reporter
+}
+
+func (v validator) errf(field string, related []string, format string, args ...any) {
+	v.rep(field, related, fmtf(format, args...))
+}
+
+func (v validator) top() {
+	s := v.s
+	switch {
+	case s.Name == "":
+		v.rep("name", nil, missing("scenario", "name"))
+	case !namePattern.MatchString(s.Name):
+		v.errf("name", nil, "%q is not a valid name: expected lower-case words joined by '-', like lan-animation", s.Name)
+	}
+	if strings.TrimSpace(s.Description) == "" {
+		v.rep("description", nil, missing("scenario", "description"))
+	}
+	for i, id := range s.Findings {
+		f := "findings" + idx(i)
+		switch {
+		case !findingID.MatchString(id):
+			v.errf(f, nil, "unknown finding %q: expected N1-N20 or E1-E14, the IDs of FINDINGS.md", id)
+		case slices.Index(s.Findings, id) < i:
+			v.errf(f, nil, "finding %s is listed twice", id)
+		}
+	}
+	for i, g := range s.Groups {
+		f := "groups" + idx(i)
+		if msg := checkName(g, "group", "groups", Groups); msg != "" {
+			v.rep(f, nil, msg)
+		} else if slices.Index(s.Groups, g) < i {
+			v.errf(f, nil, "group %s is listed twice", g)
+		}
+	}
+	switch {
+	case s.Duration == 0:
+		v.rep("duration", nil, missing("scenario", "duration"))
+	case s.Duration < 0:
+		v.errf("duration", nil, "%s out of range: expected a duration above 0s", FormatDuration(s.Duration))
+	}
+}
+
+// at checks a timeline instant: not negative, after the previous one and
+// before the end.
+func (v validator) at(field string, at time.Duration, i int, prevField string, prev time.Duration) {
+	switch {
+	case at < 0:
+		v.errf(field, nil, "%s out of range: expected a time of 0s or more", FormatDuration(at))
+	case i > 0 && at <= prev:
+		v.errf(field, []string{prevField}, "%s out of order: expected a time after the previous one, %s", FormatDuration(at), FormatDuration(prev))
+	case v.s.Duration > 0 && at >= v.s.Duration:
+		v.errf(field, []string{"duration"}, "%s is not before the end: the scenario lasts %s", FormatDuration(at), FormatDuration(v.s.Duration))
+	}
+}
+
+// nonNeg reports a negative duration.
+func (v validator) nonNeg(field string, d time.Duration) {
+	if d < 0 {
+		v.errf(field, nil, "%s out of range: expected a duration of 0s or more", FormatDuration(d))
+	}
+}
+
+// fraction reports a fraction outside [0, 1].
+func (v validator) fraction(field string, f float64) {
+	if !(f >= 0 && f <= 1) {
+		v.errf(field, nil, "%s out of range: expected a percentage from 0%% to 100%%", FormatPercent(f))
+	}
+}
+
+func (v validator) network(dir string, phases []Phase) {
+	for i, ph := range phases {
+		p := dir + idx(i)
+		var prev time.Duration
+		if i > 0 {
+			prev = phases[i-1].At
+		}
+		v.at(p+".at", ph.At, i, dir+idx(i-1)+".at", prev)
+		v.nonNeg(p+".delay", ph.Delay)
+		if j := ph.Jitter; j != nil {
+			switch {
+			case j.Spread == 0:
+				v.rep(p+".jitter.spread", nil, missing("jitter", "spread"))
+			case j.Spread < 0:
+				v.errf(p+".jitter.spread", nil, "%s out of range: expected a duration above 0s", FormatDuration(j.Spread))
+			}
+			if j.Distribution != "" {
+				if msg := checkName(j.Distribution, "distribution", "", JitterDistributions); msg != "" {
+					v.rep(p+".jitter.distribution", nil, msg)
+				}
+			}
+			v.fraction(p+".jitter.correlation", j.Correlation)
+		}
+		v.fraction(p+".loss", ph.Loss)
+		if g := ph.Gilbert; g != nil {
+			if g.P == 0 {
+				v.rep(p+".gilbert.p", nil, missing("gilbert", "p"))
+			}
+			v.fraction(p+".gilbert.p", g.P)
+			v.fraction(p+".gilbert.r", g.R)
+			v.fraction(p+".gilbert.1-h", g.OneMinusH)
+			v.fraction(p+".gilbert.1-k", g.OneMinusK)
+			if ph.Loss > 0 {
+				v.rep(p+".gilbert", []string{p + ".loss"}, "gilbert and loss together: expected one loss model, Gilbert-Elliott or independent loss")
+			}
+		}
+		v.fraction(p+".duplicate", ph.Duplicate)
+		v.fraction(p+".corrupt", ph.Corrupt)
+		if ph.Rate < 0 {
+			v.errf(p+".rate", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(ph.Rate))
+		}
+		if ph.Overhead < 0 {
+			v.errf(p+".overhead", nil, "%s out of range: expected a size of 0B or more", FormatBytes(ph.Overhead))
+		}
+		bottleneck := ph.Rate > 0 || ph.Trace != ""
+		if ph.Overhead > 0 && !bottleneck {
+			v.rep(p+".overhead", []string{p + ".rate", p + ".trace"}, "overhead without rate or trace: it only counts against a bottleneck")
+		}
+		if ph.Trace != "" {
+			if ph.Rate > 0 {
+				v.rep(p+".trace", []string{p + ".rate"}, "trace and rate together: a trace is the link's capacity; expected one or the other")
+			}
+			if msg := checkTrace(ph.Trace); msg != "" {
+				v.rep(p+".trace", nil, msg)
+			}
+		}
+		q := ph.Queue
+		if q.Bytes < 0 || q.Packets < 0 || q.Delay < 0 {
+			v.rep(p+".queue", nil, "negative queue limit: expected limits above 0 (leave one out for no limit)")
+		}
+		if q != (Queue{}) && !bottleneck {
+			v.rep(p+".queue", []string{p + ".rate", p + ".trace"}, "queue without rate or trace: a queue forms only at a bottleneck")
+		}
+		if sp := ph.Spikes; sp != nil {
+			v.spikes(p+".spikes", sp)
+		}
+		if o := ph.Outages; o != nil {
+			v.outages(p+".outages", o)
+		}
+	}
+}
+
+// checkTrace says what is wrong with a trace reference: a path from the
+// repository's root (so that a scenario names the same file whether it is
+// embedded in the binary or read from any folder on disk), or shared:NAME for
+// a trace of ../shared/traces/mahimahi.
+func checkTrace(t string) string {
+	if name, ok := strings.CutPrefix(t, "shared:"); ok {
+		if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+			return fmtf("%q is not a shared trace: expected shared:NAME, a file name in ../shared/traces/mahimahi", t)
+		}
+		return ""
+	}
+	if filepath.IsAbs(t) || path.IsAbs(t) || strings.HasPrefix(t, `\`) {
+		return fmtf("%q is an absolute path: expected a path from the repository's root, or shared:NAME", t)
+	}
+	return ""
+}
+
+func (v validator) spikes(p string, s *Spikes) {
+	v.nonNeg(p+".min", s.Min)
+	switch {
+	case s.Max == 0:
+		v.rep(p+".max", nil, missing("spikes", "max"))
+	case s.Max < 0:
+		v.errf(p+".max", nil, "%s out of range: expected a duration above 0s", FormatDuration(s.Max))
+	case s.Min > s.Max:
+		v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", FormatDuration(s.Min), FormatDuration(s.Max))
+	}
+	switch {
+	case s.Every == 0:
+		v.rep(p+".every", nil, missing("spikes", "every"))
+	case s.Every < 0:
+		v.errf(p+".every", nil, "%s out of range: expected a duration above 0s", FormatDuration(s.Every))
+	}
+	switch {
+	case s.Duration == 0:
+		v.rep(p+".duration", nil, missing("spikes", "duration"))
+	case s.Duration < 0:
+		v.errf(p+".duration", nil, "%s out of range: expected a duration above 0s", FormatDuration(s.Duration))
+	case s.Every > 0 && s.Duration > s.Every:
+		v.errf(p+".duration", []string{p + ".every"}, "%s is longer than every %s: spikes would overlap", FormatDuration(s.Duration), FormatDuration(s.Every))
+	}
+	v.nonNeg(p+".offset", s.Offset)
+}
+
+func (v validator) outages(p string, o *Outages) {
+	periodic := o.Every != 0 || o.Duration != 0 || o.Offset != 0
+	switch {
+	case len(o.Windows) > 0 && periodic:
+		v.rep(p+".windows", []string{p + ".every", p + ".duration", p + ".offset"}, "windows with every, duration or offset: expected either a list of windows or a period")
+	case len(o.Windows) == 0:
+		switch {
+		case o.Every == 0:
+			v.rep(p+".every", nil, missing("outages", "every"))
+		case o.Every < 0:
+			v.errf(p+".every", nil, "%s out of range: expected a duration above 0s", FormatDuration(o.Every))
+		}
+		switch {
+		case o.Duration == 0:
+			v.rep(p+".duration", nil, missing("outages", "duration"))
+		case o.Duration < 0:
+			v.errf(p+".duration", nil, "%s out of range: expected a duration above 0s", FormatDuration(o.Duration))
+		case o.Every > 0 && o.Duration > o.Every:
+			v.errf(p+".duration", []string{p + ".every"}, "%s is longer than every %s: outages would overlap", FormatDuration(o.Duration), FormatDuration(o.Every))
+		}
+		v.nonNeg(p+".offset", o.Offset)
+	}
+	for i, w := range o.Windows {
+		wp := p + ".windows" + idx(i)
+		v.nonNeg(wp+".start", w.Start)
+		if w.Duration <= 0 {
+			v.errf(wp+".duration", nil, "%s out of range: expected a duration above 0s", FormatDuration(w.Duration))
+		}
+		if i > 0 {
+			if end := o.Windows[i-1].Start + o.Windows[i-1].Duration; w.Start < end {
+				v.errf(wp+".start", []string{p + ".windows" + idx(i-1)}, "%s out of order: expected a start at or after the previous window's end, %s", FormatDuration(w.Start), FormatDuration(end))
+			}
+		}
+		if v.s.Duration > 0 && w.Start >= v.s.Duration {
+			v.errf(wp+".start", []string{"duration"}, "%s is not before the end: the scenario lasts %s", FormatDuration(w.Start), FormatDuration(v.s.Duration))
+		}
+	}
+}
+
+func (v validator) screen() {
+	refresh := v.s.Agent.Refresh
+	if refresh == 0 {
+		refresh = 60
+	}
+	for i, ph := range v.s.Screen {
+		p := "screen" + idx(i)
+		var prev time.Duration
+		if i > 0 {
+			prev = v.s.Screen[i-1].At
+		}
+		v.at(p+".at", ph.At, i, "screen"+idx(i-1)+".at", prev)
+		if ph.Source == "" {
+			v.rep(p+".source", nil, missing("screen_phase", "source"))
+			continue
+		}
+		if msg := checkName(ph.Source, "source", "", Sources); msg != "" {
+			v.rep(p+".source", nil, msg)
+			continue
+		}
+		has := func(field string, set bool) bool {
+			if set && !slices.Contains(sourceFields[ph.Source], field) {
+				v.errf(p+"."+field, []string{p + ".source"}, "%s does not apply to %s: %s applies to %s", field, ph.Source, field, list(sourcesWith(field)))
+				return false
+			}
+			return set
+		}
+		if has("complexity", ph.Complexity != 0) {
+			v.fraction(p+".complexity", ph.Complexity)
+		}
+		if has("rate", ph.Rate != 0) && !(ph.Rate > 0 && ph.Rate <= 10*refresh) {
+			v.errf(p+".rate", []string{"agent.refresh"}, "%s out of range: expected changes per second above 0 and at most %s (ten per refresh)", fmtFloat(ph.Rate), fmtFloat(10*refresh))
+		}
+		if r := ph.Region; has("region", r != nil) {
+			rp := p + ".region"
+			for _, f := range []struct {
+				name string
+				v    float64
+				zero bool
+			}{{"x", r.X, true}, {"y", r.Y, true}, {"w", r.W, false}, {"h", r.H, false}} {
+				if f.v == 0 && !f.zero {
+					v.errf(rp+"."+f.name, nil, "0%% out of range: expected a percentage above 0%%")
+				} else {
+					v.fraction(rp+"."+f.name, f.v)
+				}
+			}
+			const eps = 1e-9 // percentages that add to 100% in decimal may not in binary
+			if r.X+r.W > 1+eps {
+				v.errf(rp+".w", []string{rp + ".x"}, "x %s + w %s is past the screen's right edge: expected x + w <= 100%%", FormatPercent(r.X), FormatPercent(r.W))
+			}
+			if r.Y+r.H > 1+eps {
+				v.errf(rp+".h", []string{rp + ".y"}, "y %s + h %s is past the screen's bottom edge: expected y + h <= 100%%", FormatPercent(r.Y), FormatPercent(r.H))
+			}
+		}
+	}
+}
+
+func (v validator) agent() {
+	a := v.s.Agent
+	soft, hard := SoftwarePresets(), HardwarePresets()
+	if a.Encoder != "" {
+		if slices.Contains(hard, a.Encoder) {
+			v.errf("agent.encoder", nil, "%s is a hardware preset: list it under hardware; encoder takes a software preset, one of %s", a.Encoder, list(soft))
+		} else if msg := checkName(a.Encoder, "encoder preset", "", soft); msg != "" {
+			v.rep("agent.encoder", nil, msg)
+		}
+	}
+	v.dist("agent.encode_time", a.EncodeTime)
+	for i, h := range a.Hardware {
+		f := "agent.hardware" + idx(i)
+		switch {
+		case slices.Contains(soft, h):
+			v.errf(f, nil, "%s is a software preset: name it as the encoder; hardware takes one of %s", h, list(hard))
+		case !slices.Contains(hard, h):
+			v.rep(f, nil, checkName(h, "hardware preset", "", hard))
+		case slices.Index(a.Hardware, h) < i:
+			v.errf(f, nil, "%s is listed twice", h)
+		}
+	}
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"absent", a.Absent}, {"failing", a.Failing}} {
+		for i, h := range l.names {
+			f := "agent." + l.key + idx(i)
+			switch {
+			case !slices.Contains(a.Hardware, h):
+				v.errf(f, []string{"agent.hardware"}, "%s is not listed in hardware: %s names hardware the agent probes, expected one of [%s]", h, l.key, list(a.Hardware))
+			case slices.Index(l.names, h) < i:
+				v.errf(f, nil, "%s is listed twice", h)
+			case l.key == "failing" && slices.Contains(a.Absent, h):
+				v.errf(f, []string{"agent.absent"}, "%s is both absent and failing: absent hardware cannot fail to open; expected one or the other", h)
+			}
+		}
+	}
+	if !(a.Refresh >= 0 && a.Refresh <= maxRefresh) {
+		v.errf("agent.refresh", nil, "%s out of range: expected a frequency above 0Hz and at most 1000Hz", FormatHz(a.Refresh))
+	}
+	if a.SendCap < 0 {
+		v.errf("agent.send_cap", nil, "%s out of range: expected a size above 0B", FormatBytes(a.SendCap))
+	}
+	if a.RefinePasses < 0 {
+		v.errf("agent.refine.passes", nil, "%d out of range: expected a number of passes from 1", a.RefinePasses)
+	}
+	v.nonNeg("agent.refine.every", a.RefineEvery)
+	if a.NoRefine && (a.RefinePasses != 0 || a.RefineEvery != 0) {
+		v.rep("agent.refine", nil, "refine off with passes or every: expected off or {passes, every}")
+	}
+}
+
+// dist checks a duration distribution, with the rules of internal/dist:
+// a list, a normal (SD > 0, clamped to [Min, Max] with Max 0 meaning no
+// upper bound), a uniform (Min or Max set) or a constant (Mean).
+func (v validator) dist(p string, d *Dist) {
+	if d == nil {
+		return
+	}
+	if d.List != nil {
+		if len(d.List) == 0 {
+			v.rep(p, nil, "empty list: expected at least one duration, like [5ms, 7ms]")
+		}
+		for i, x := range d.List {
+			v.nonNeg(p+idx(i), x)
+		}
+		return
+	}
+	for _, f := range []struct {
+		key string
+		d   time.Duration
+	}{{"mean", d.Mean}, {"sd", d.SD}, {"min", d.Min}, {"max", d.Max}} {
+		v.nonNeg(p+"."+f.key, f.d)
+	}
+	switch {
+	case d.SD > 0 && d.Max > 0 && d.Min > d.Max:
+		v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", FormatDuration(d.Min), FormatDuration(d.Max))
+	case d.SD == 0 && (d.Min != 0 || d.Max != 0) && d.Mean != 0:
+		v.rep(p, nil, "mean with min and max: add sd for a normal clamped to [min, max], or leave mean out for a uniform")
+	case d.SD == 0 && d.Min > d.Max:
+		v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", FormatDuration(d.Min), FormatDuration(d.Max))
+	}
+}
+
+func (v validator) viewer() {
+	w := v.s.Viewer
+	v.dist("viewer.decode", w.Decode)
+	if !(w.Refresh >= 0 && w.Refresh <= maxRefresh) {
+		v.errf("viewer.refresh", nil, "%s out of range: expected a frequency above 0Hz and at most 1000Hz", FormatHz(w.Refresh))
+	}
+	v.nonNeg("viewer.present", w.Present)
+}
+
+func (v validator) clock(p string, c Clock) {
+	if !(c.DriftPPM >= -maxDriftPPM && c.DriftPPM <= maxDriftPPM) {
+		v.errf(p+".drift", nil, "%s out of range: expected a drift from -1000ppm to 1000ppm (PC clocks drift by tens of ppm)", FormatPPM(c.DriftPPM))
+	}
+}
+
+func (v validator) controller() {
+	c := v.s.Controller
+	if c.Kind != "" {
+		if msg := checkName(c.Kind, "controller kind", "controller.kind", ControllerKinds); msg != "" {
+			v.rep("controller.kind", nil, msg)
+			return
+		}
+	}
+	if c.Bitrate < 0 {
+		v.errf("controller.bitrate", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Bitrate))
+	}
+	switch {
+	case c.Kind == "steps" && len(c.Steps) == 0:
+		v.rep("controller.steps", []string{"controller.kind"}, missing("controller", "steps"))
+	case c.Kind != "steps" && len(c.Steps) > 0:
+		v.rep("controller.steps", []string{"controller.kind"}, "steps with kind fixed: a fixed controller never changes its bitrate; expected kind: steps")
+	}
+	for i, st := range c.Steps {
+		p := "controller.steps" + idx(i)
+		var prev time.Duration
+		if i > 0 {
+			prev = c.Steps[i-1].At
+		}
+		v.at(p+".at", st.At, i, "controller.steps"+idx(i-1)+".at", prev)
+		if st.Bitrate <= 0 {
+			v.rep(p+".bitrate", nil, missing("step", "bitrate"))
+		}
+	}
+}
+
+func (v validator) expectations() {
+	for i, e := range v.s.Expect {
+		p := "expect" + idx(i)
+		if e.Measure == "" {
+			v.rep(p+".measure", nil, missing("expectation", "measure"))
+			continue
+		}
+		m, ok := LookupMeasurement(e.Measure)
+		if !ok {
+			names := make([]string, len(Measurements))
+			for i, m := range Measurements {
+				names[i] = m.Name
+			}
+			v.rep(p+".measure", nil, checkName(e.Measure, "measurement", "", names))
+			continue
+		}
+		if e.Min == nil && e.Max == nil {
+			v.rep(p, nil, "missing a bound: expected min, max or both")
+		}
+		for _, b := range []struct {
+			key string
+			v   *float64
+		}{{"min", e.Min}, {"max", e.Max}} {
+			if b.v == nil {
+				continue
+			}
+			switch x := *b.v; {
+			case !(x >= 0):
+				v.errf(p+"."+b.key, nil, "%s out of range: expected %s of 0 or more", fmtValue(m, x), m.Name)
+			case m.Unit == UnitFraction && x > 1:
+				v.errf(p+"."+b.key, nil, "%s out of range: expected a percentage from 0%% to 100%%", fmtValue(m, x))
+			case m.Unit == UnitCount && x != float64(int64(x)):
+				v.errf(p+"."+b.key, nil, "%s is not a whole number: %s is a count", fmtValue(m, x), m.Name)
+			}
+		}
+		if e.Min != nil && e.Max != nil && *e.Min > *e.Max {
+			v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", fmtValue(m, *e.Min), fmtValue(m, *e.Max))
+		}
+		v.nonNeg(p+".from", e.From)
+		switch {
+		case e.To < 0:
+			v.nonNeg(p+".to", e.To)
+		case e.To > 0 && e.To <= e.From:
+			v.errf(p+".to", []string{p + ".from"}, "%s is not after from %s: expected a window that ends after it starts", FormatDuration(e.To), FormatDuration(e.From))
+		case e.To > 0 && v.s.Duration > 0 && e.To > v.s.Duration:
+			v.errf(p+".to", []string{"duration"}, "%s is after the end: the scenario lasts %s (write end for the end)", FormatDuration(e.To), FormatDuration(v.s.Duration))
+		case v.s.Duration > 0 && e.From >= v.s.Duration:
+			v.errf(p+".from", []string{"duration"}, "%s is not before the end: the scenario lasts %s", FormatDuration(e.From), FormatDuration(v.s.Duration))
+		}
+	}
+}
+
+// idx writes a list index: "[2]".
+func idx(i int) string { return "[" + itoa(i) + "]" }
