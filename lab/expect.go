@@ -59,15 +59,23 @@ func (c Check) String() string {
 	return b.String()
 }
 
+// formatValue writes a measured value for people: durations in ms below a
+// second, rates in Mbit/s, fractions as percentages, three significant
+// digits.
 func formatValue(v float64, u scenarios.Unit) string {
-	s := strconv.FormatFloat(v, 'g', 6, 64)
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
 	switch u {
 	case scenarios.UnitDuration:
-		return s + " s"
+		if v != 0 && v < 1 && v > -1 {
+			return g(v*1e3) + " ms"
+		}
+		return g(v) + " s"
 	case scenarios.UnitRate:
-		return s + " bit/s"
+		return g(v/1e6) + " Mbit/s"
+	case scenarios.UnitFraction:
+		return g(v*100) + "%"
 	}
-	return s
+	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
 // Evaluate measures every expectation and says whether it holds. A value

@@ -21,7 +21,7 @@ func TestLibrary(t *testing.T) {
 	}
 	require.NotNil(t, lan, "the library holds lan-animation")
 	require.Equal(t, "library/lan-animation.yaml", lan.File)
-	require.Equal(t, []string{"N3"}, lan.Findings)
+	require.Equal(t, []string{"N1", "N3", "N20"}, lan.Findings)
 	require.Equal(t, 20*time.Second, lan.Duration, "from library/defaults.yaml")
 	require.Equal(t, uint64(1), lan.Seed, "from library/defaults.yaml")
 	link := []Phase{{Delay: 250 * time.Microsecond, Rate: 1_000_000_000}}
@@ -31,12 +31,13 @@ func TestLibrary(t *testing.T) {
 	require.Equal(t, Viewer{Decode: &Dist{Mean: 3 * time.Millisecond}}, lan.Viewer)
 	require.Equal(t, Controller{Kind: "fixed", Bitrate: 4_000_000}, lan.Controller)
 	require.Equal(t, "direct", lan.Path)
-	require.Len(t, lan.Expect, 1)
+	require.Equal(t, Clocks{Agent: Clock{Offset: 3 * time.Second, DriftPPM: 50}}, lan.Clocks)
+	require.Len(t, lan.Expect, 2)
 	require.Equal(t, "latency.median", lan.Expect[0].Measure)
 	require.Equal(t, 0.020, *lan.Expect[0].Max)
 	require.Nil(t, lan.Expect[0].Min)
 	require.Equal(t, time.Second, lan.Expect[0].From)
-	require.Equal(t, "lan-animation (library/lan-animation.yaml) 20s findings N3 groups lan", lan.String())
+	require.Equal(t, "lan-animation (library/lan-animation.yaml) 20s findings N1,N3,N20 groups lan", lan.String())
 }
 
 // TestDefaultsMerge: mappings merge key by key, lists and scalars replace,

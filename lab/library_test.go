@@ -1,0 +1,176 @@
+package lab
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// The suite's flags: go test ./lab -args -out results -readme.
+var (
+	suiteOut    = flag.String("out", "", "write a result folder: a JSON file per scenario, summary.md, reproduction.md")
+	suiteReadme = flag.Bool("readme", false, "rewrite the README's reproduction table from this run")
+)
+
+// suite remembers each scenario's run: a scenario in two groups runs once
+// per test binary, whichever entry point reaches it first.
+var suite struct {
+	mu      sync.Mutex
+	runs    map[string]*suiteRun
+	done    int
+	library int
+}
+
+type suiteRun struct {
+	once  sync.Once
+	entry SuiteEntry
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if *suiteOut != "" || *suiteReadme {
+		if err := writeSuite(); err != nil {
+			fmt.Fprintln(os.Stderr, "suite:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// writeSuite writes the result folder and the README table from every
+// scenario that ran.
+func writeSuite() error {
+	suite.mu.Lock()
+	var entries []SuiteEntry
+	for _, r := range suite.runs {
+		entries = append(entries, r.entry)
+	}
+	suite.mu.Unlock()
+	if len(entries) == 0 {
+		return errors.New("no scenario ran (did -run select any?)")
+	}
+	slices.SortFunc(entries, func(a, b SuiteEntry) int { return strings.Compare(a.Scenario.Name, b.Scenario.Name) })
+	findings, err := LoadFindings()
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Print(SummaryTable(entries))
+	if *suiteOut != "" {
+		if err := WriteSuite(*suiteOut, entries, findings); err != nil {
+			return err
+		}
+		fmt.Printf("\nresults: %d scenarios in %s (a JSON file each, summary.md, reproduction.md)\n", len(entries), *suiteOut)
+	}
+	if *suiteReadme {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(root, "README.md")
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out, err := ReplaceBetween(string(doc), ReproductionBegin, ReproductionEnd, ReproductionTable(findings, entries))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			return err
+		}
+		fmt.Println("README.md: reproduction table rewritten from this run")
+	}
+	return nil
+}
+
+// runGroup runs every library scenario of group (all of them for "") as a
+// subtest in its own synctest bubble, in parallel, and fails on every
+// expectation not met.
+func runGroup(t *testing.T, group, entry string) {
+	lib, err := scenarios.Library()
+	if err != nil {
+		t.Fatalf("the scenario library does not load:\n%v", err)
+	}
+	suite.mu.Lock()
+	suite.library = len(lib)
+	suite.mu.Unlock()
+	n := 0
+	for _, sc := range lib {
+		if group != "" && !slices.Contains(sc.Groups, group) {
+			continue
+		}
+		n++
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			e := runLibraryScenario(t, sc, fmt.Sprintf("go test ./lab -run '%s/%s$' -v", entry, sc.Name))
+			switch {
+			case e.Skipped:
+				t.Skipf("%s: %v", sc.Name, e.Err)
+			case e.Err != nil:
+				t.Fatalf("%s (%s): %v", sc.Name, sc.File, e.Err)
+			}
+			for _, c := range e.Result.Checks {
+				if !c.Pass {
+					t.Errorf("%s:%d: expectation not met: %s", sc.File, c.Line, c)
+				}
+			}
+			s := e.Result.Summary
+			t.Logf("%s: latency median %v p95 %v max %v, %d freezes, %.1f fps", sc.Name,
+				s.Latency.Median, s.Latency.P95, s.Latency.Max, len(s.Freezes), s.FPS)
+		})
+	}
+	if n == 0 {
+		t.Fatalf("no scenario of the library is in group %q", group)
+	}
+}
+
+// runLibraryScenario runs sc once per test binary and prints a progress line.
+func runLibraryScenario(t *testing.T, sc *scenarios.Scenario, command string) SuiteEntry {
+	suite.mu.Lock()
+	if suite.runs == nil {
+		suite.runs = map[string]*suiteRun{}
+	}
+	r := suite.runs[sc.Name]
+	if r == nil {
+		r = &suiteRun{}
+		suite.runs[sc.Name] = r
+	}
+	suite.mu.Unlock()
+	r.once.Do(func() {
+		r.entry = SuiteEntry{Scenario: sc, Command: command}
+		start := time.Now()
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Run(t.Context(), sc)
+			r.entry.Result, r.entry.Err = res, err
+			r.entry.Skipped = errors.Is(err, ErrSharedAbsent)
+		})
+		r.entry.Wall = time.Since(start)
+		suite.mu.Lock()
+		suite.done++
+		fmt.Fprintf(os.Stderr, "[%2d/%d] %-28s %-7s %6.2f s wall for %v\n", suite.done, suite.library, sc.Name, r.entry.Status(), r.entry.Wall.Seconds(), sc.Duration)
+		suite.mu.Unlock()
+	})
+	return r.entry
+}
+
+// The entry points, named the way users ask: go test ./lab -run Mobile.
+
+func TestLibrary(t *testing.T)  { runGroup(t, "", "Library") }
+func TestLAN(t *testing.T)      { runGroup(t, "lan", "LAN") }
+func TestMobile(t *testing.T)   { runGroup(t, "mobile", "Mobile") }
+func TestCellular(t *testing.T) { runGroup(t, "cellular", "Cellular") }
+func TestLossy(t *testing.T)    { runGroup(t, "lossy", "Lossy") }
+func TestPipeline(t *testing.T) { runGroup(t, "pipeline", "Pipeline") }
+func TestEncoder(t *testing.T)  { runGroup(t, "encoder", "Encoder") }
