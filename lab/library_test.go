@@ -174,3 +174,64 @@ func TestCellular(t *testing.T) { runGroup(t, "cellular", "Cellular") }
 func TestLossy(t *testing.T)    { runGroup(t, "lossy", "Lossy") }
 func TestPipeline(t *testing.T) { runGroup(t, "pipeline", "Pipeline") }
 func TestEncoder(t *testing.T)  { runGroup(t, "encoder", "Encoder") }
+
+// Another seed gives another run that still meets every expectation of the
+// library: the bounds are written from the findings, not from one run.
+func TestLibraryAnotherSeed(t *testing.T) {
+	lib, err := scenarios.Library()
+	if err != nil {
+		t.Fatalf("the scenario library does not load:\n%v", err)
+	}
+	for _, base := range lib {
+		t.Run(base.Name, func(t *testing.T) {
+			t.Parallel()
+			sc := *base
+			sc.Seed = base.Seed + 1000
+			var res *ScenarioResult
+			synctest.Test(t, func(t *testing.T) {
+				res, err = Run(t.Context(), &sc)
+			})
+			if errors.Is(err, ErrSharedAbsent) {
+				t.Skipf("%s: %v", sc.Name, err)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", sc.Name, err)
+			}
+			for _, c := range res.Checks {
+				if !c.Pass {
+					t.Errorf("%s:%d: with seed %d: expectation not met: %s", sc.File, c.Line, sc.Seed, c)
+				}
+			}
+		})
+	}
+}
+
+// A scenario with random impairments (spikes at random instants) is another
+// run under another seed.
+func TestAnotherSeedIsAnotherRun(t *testing.T) {
+	lib, err := scenarios.Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := slices.IndexFunc(lib, func(s *scenarios.Scenario) bool { return s.Name == "mobile-spikes" })
+	if idx < 0 {
+		t.Fatal("the library has no mobile-spikes")
+	}
+	latencies := map[uint64][]time.Duration{}
+	for _, seed := range []uint64{1, 2} {
+		sc := *lib[idx]
+		sc.Seed = seed
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Run(t.Context(), &sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range res.Frames {
+				latencies[seed] = append(latencies[seed], f.Latency)
+			}
+		})
+	}
+	if slices.Equal(latencies[1], latencies[2]) {
+		t.Fatal("seeds 1 and 2 gave the same frame latencies: the spikes do not draw from the seed")
+	}
+}
