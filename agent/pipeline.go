@@ -8,6 +8,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/capture"
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/clock"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/wire"
 )
@@ -29,20 +30,7 @@ type pipeline struct {
 }
 
 // wait sleeps until t; false if the session ended first.
-func wait(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+var wait = clock.SleepUntil
 
 // nextTick is the first display refresh strictly after now.
 func (p *pipeline) nextTick(now time.Time) time.Time {

@@ -317,20 +317,7 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 }
 
 // sleepUntil waits until t; false if ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+var sleepUntil = clock.SleepUntil
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

@@ -6,7 +6,10 @@
 // its estimate with the truth.
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock is one host's clock: true time plus Offset, plus Drift parts per
 // million of the true time elapsed since the epoch. The zero value is a
@@ -46,4 +49,21 @@ func (c *Clock) True(r time.Time) time.Time {
 	// r = t + Offset + (t-Epoch)*k  =>  t - Epoch = (r - Epoch - Offset)/(1+k)
 	k := c.DriftPPM / 1e6
 	return c.Epoch.Add(time.Duration(float64(r.Sub(c.Epoch)-c.Offset) / (1 + k)))
+}
+
+// SleepUntil waits until the true instant t (at once if it has passed); it
+// reports false if ctx ended first. Timers only: exact in a synctest bubble.
+func SleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -1,7 +1,9 @@
 package clock
 
 import (
+	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -19,4 +21,17 @@ func TestClockRunsOffTrueTime(t *testing.T) {
 	}
 	var perfect *Clock
 	require.Equal(t, epoch, perfect.At(epoch))
+}
+
+func TestSleepUntilIsExactAndStopsWithTheContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		require.True(t, SleepUntil(context.Background(), start.Add(25*time.Millisecond)))
+		require.Equal(t, 25*time.Millisecond, time.Since(start))
+		require.True(t, SleepUntil(context.Background(), start), "a past instant returns at once")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		require.False(t, SleepUntil(ctx, time.Now().Add(time.Hour)))
+		require.Equal(t, 35*time.Millisecond, time.Since(start))
+	})
 }
