@@ -16,6 +16,22 @@ type Controller interface {
 	Bitrate(now time.Time) int64
 }
 
+// FrameObserver is implemented by controllers that want more than the
+// viewer's reports: every frame as it is sent and every acknowledgement with
+// the frame's arrival at the viewer. A delay-based controller (GCC-like)
+// compares arrival spacing with send spacing; an ABR with a utilisation
+// guard (N13) compares the bitrate the video uses with its target.
+type FrameObserver interface {
+	// FrameSent is called when a frame of bytes (header included) is handed
+	// to QUIC at now (true time).
+	FrameSent(now time.Time, seq uint64, bytes int)
+	// FrameAcked is called when the viewer acknowledges frame seq, at now
+	// (agent's true time). sent is when it was handed to QUIC (true time);
+	// arrived is when it arrived whole, on the viewer's clock: only
+	// differences between arrivals mean anything to the agent.
+	FrameAcked(now time.Time, seq uint64, bytes int, sent, arrived time.Time)
+}
+
 // Fixed keeps one bitrate, whatever the reports say (the N9 set-up).
 type Fixed struct {
 	// Bps is the bitrate in bits per second.

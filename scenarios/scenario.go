@@ -193,14 +193,25 @@ type Clock struct {
 	DriftPPM float64
 }
 
-// Controller is the bitrate controller and its parameters.
+// Controller is the bitrate controller and its parameters. Zero values mean
+// the controller's defaults (for the ABR, those of finding N10).
 type Controller struct {
-	// Kind is "fixed" or "steps" (the ABR comes with its issue).
+	// Kind is "fixed", "steps", "abr" (NuviraHub's adaptive bitrate, N10)
+	// or "gcc" (the delay-based part of Google Congestion Control).
 	Kind string
-	// Bitrate is the fixed bitrate, or the steps' initial one, in bits/s.
+	// Bitrate is the fixed bitrate, or the initial one, in bits/s.
 	Bitrate int64
 	// Steps change the bitrate at given instants.
 	Steps []Step
+	// Min and Max bound an adaptive controller's bitrate, in bits/s.
+	Min, Max int64
+	// The ABR's rule (N10): when the median latency over Window exceeds
+	// the minimum over Baseline by more than Threshold, sustained for
+	// Sustain, the bitrate falls by Decrease; when it stays within Close of
+	// it, it rises by Increase; Hold is the pause after each change; Guard
+	// is the share of the target the video must use for a change (N13).
+	Window, Baseline, Threshold, Sustain, Close, Hold time.Duration
+	Decrease, Increase, Guard                         float64
 }
 
 // Step is one scripted bitrate change.
@@ -215,6 +226,13 @@ type Switches struct {
 	OldCaptureFirst           bool // N7
 	OldShowEveryFrame         bool // N8
 	OldRestartOnBitrateChange bool // N16
+	// The ABR's documented mistakes: judging total latency instead of its
+	// network part (N12), changing the bitrate whatever share of it the
+	// video uses (N13), reacting to single peaks instead of a queue that
+	// lasts a whole second (N14).
+	OldABRTotalLatency       bool
+	OldABRIgnoresUtilisation bool
+	OldABRSinglePeaks        bool
 }
 
 // Expectation bounds a named measurement over a time window.
