@@ -204,7 +204,8 @@ func (a *Agent) Run(ctx context.Context, conn *quic.Conn) error {
 		}
 		return fmt.Errorf("agent: control stream: %w", err)
 	}
-	s := newSender(conn, a.cfg.Recorder, a.cfg.SendCap)
+	obs, _ := a.cfg.Controller.(FrameObserver)
+	s := newSender(conn, a.cfg.Recorder, a.cfg.SendCap, obs)
 	ctl := &control{clock: a.cfg.Clock, sender: s, controller: a.cfg.Controller}
 	stop := context.AfterFunc(ctx, func() { st.CancelRead(0); st.Close() })
 	defer stop()

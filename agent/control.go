@@ -57,7 +57,9 @@ func (c *control) serve(st *quic.Stream) error {
 			c.mu.Unlock()
 			c.controller.Report(time.Now(), *m)
 		case *wire.Ack:
-			c.sender.ack(m.Seq)
+			if f, ok := c.sender.ack(m.Seq); ok && c.sender.observer != nil {
+				c.sender.observer.FrameAcked(time.Now(), m.Seq, f.bytes, f.sent, m.Arrived)
+			}
 		case *wire.KeyframeRequest:
 			c.keyframe.Store(true)
 		}

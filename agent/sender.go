@@ -24,18 +24,26 @@ type sender struct {
 	recorder *groundtruth.Recorder
 	cap      int
 
+	observer FrameObserver // nil unless the controller watches frames
+
 	mu      sync.Mutex
-	unacked int            // bytes handed to QUIC, not yet acknowledged
-	pending map[uint64]int // frame -> bytes, until its Ack
+	unacked int                     // bytes handed to QUIC, not yet acknowledged
+	pending map[uint64]pendingFrame // until its Ack
 	sent    struct{ frames, bytes int64 }
 	wg      sync.WaitGroup
 }
 
-func newSender(conn *quic.Conn, rec *groundtruth.Recorder, cap int) *sender {
+// pendingFrame is a frame sent and not yet acknowledged.
+type pendingFrame struct {
+	bytes int
+	sent  time.Time
+}
+
+func newSender(conn *quic.Conn, rec *groundtruth.Recorder, cap int, obs FrameObserver) *sender {
 	if cap <= 0 {
 		cap = DefaultSendCap
 	}
-	return &sender{conn: conn, recorder: rec, cap: cap, pending: map[uint64]int{}}
+	return &sender{conn: conn, recorder: rec, cap: cap, observer: obs, pending: map[uint64]pendingFrame{}}
 }
 
 // full reports whether the cap is reached: the next frame must be skipped.
@@ -55,13 +63,17 @@ func (s *sender) unackedBytes() int {
 // send writes a frame of payload bytes after its header, on a new stream.
 func (s *sender) send(ctx context.Context, h wire.FrameHeader) {
 	total := wire.FrameHeaderSize + int(h.Payload)
+	now := time.Now()
 	s.mu.Lock()
 	s.unacked += total
-	s.pending[h.Seq] = total
+	s.pending[h.Seq] = pendingFrame{bytes: total, sent: now}
 	s.sent.frames++
 	s.sent.bytes += int64(total)
 	s.mu.Unlock()
-	s.recorder.Update(h.Seq, func(f *groundtruth.Frame) { f.Sent = time.Now() })
+	s.recorder.Update(h.Seq, func(f *groundtruth.Frame) { f.Sent = now })
+	if s.observer != nil {
+		s.observer.FrameSent(now, h.Seq, total)
+	}
 	s.wg.Go(func() {
 		st, err := s.conn.OpenUniStreamSync(ctx)
 		if err != nil {
@@ -81,14 +93,16 @@ func (s *sender) send(ctx context.Context, h wire.FrameHeader) {
 	})
 }
 
-// ack releases a frame's bytes from the cap.
-func (s *sender) ack(seq uint64) {
+// ack releases a frame's bytes from the cap and returns what was pending.
+func (s *sender) ack(seq uint64) (pendingFrame, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n, ok := s.pending[seq]; ok {
-		s.unacked -= n
+	f, ok := s.pending[seq]
+	if ok {
+		s.unacked -= f.bytes
 		delete(s.pending, seq)
 	}
+	return f, ok
 }
 
 // wait waits for every frame's goroutine.

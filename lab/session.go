@@ -348,6 +348,21 @@ func (r *targetRecorder) Bitrate(now time.Time) int64 {
 	return b
 }
 
+// FrameSent passes frames on to a controller that watches them (GCC, the
+// ABR's utilisation guard): the recorder must not hide that it does.
+func (r *targetRecorder) FrameSent(now time.Time, seq uint64, bytes int) {
+	if o, ok := r.Controller.(agent.FrameObserver); ok {
+		o.FrameSent(now, seq, bytes)
+	}
+}
+
+// FrameAcked passes acknowledgements on, as FrameSent does frames.
+func (r *targetRecorder) FrameAcked(now time.Time, seq uint64, bytes int, sent, arrived time.Time) {
+	if o, ok := r.Controller.(agent.FrameObserver); ok {
+		o.FrameAcked(now, seq, bytes, sent, arrived)
+	}
+}
+
 func (r *targetRecorder) changes() []Target {
 	r.mu.Lock()
 	defer r.mu.Unlock()

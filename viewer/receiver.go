@@ -89,7 +89,7 @@ func (v *Viewer) receive(ctx context.Context, s *quic.ReceiveStream) {
 	}
 	// The ack releases the frame's bytes from the agent's send cap (N8):
 	// it goes as soon as the frame is here, whatever the display does.
-	v.send(&wire.Ack{Seq: h.Seq, Bytes: uint32(f.bytes)})
+	v.send(&wire.Ack{Seq: h.Seq, Bytes: uint32(f.bytes), Arrived: f.arrivedLocal})
 	v.decodeQueue.push(f)
 
 	// Read on to the end of the stream: quic-go lets the agent open a new

@@ -57,10 +57,12 @@ type Report struct {
 }
 
 // Ack tells the agent a frame arrived whole: its bytes no longer count as
-// sent but unacknowledged.
+// sent but unacknowledged (N8), and Arrived (the viewer's clock) lets a
+// delay-based controller compare arrival spacing with send spacing.
 type Ack struct {
-	Seq   uint64
-	Bytes uint32
+	Seq     uint64
+	Bytes   uint32
+	Arrived time.Time
 }
 
 // KeyframeRequest asks for an intra frame (a frame was lost or corrupt).
@@ -136,15 +138,16 @@ func (m *Report) parseBody(b []byte) error {
 }
 
 func (m Ack) appendBody(b []byte) []byte {
-	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(b, m.Seq), m.Bytes)
+	return appendTime(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(b, m.Seq), m.Bytes), m.Arrived)
 }
 
 func (m *Ack) parseBody(b []byte) error {
-	if err := wantLen(b, 12); err != nil {
+	if err := wantLen(b, 20); err != nil {
 		return err
 	}
 	m.Seq = binary.BigEndian.Uint64(b)
 	m.Bytes = binary.BigEndian.Uint32(b[8:])
+	m.Arrived = fromUnixNano(int64(binary.BigEndian.Uint64(b[12:])))
 	return nil
 }
 

@@ -62,7 +62,7 @@ func TestControlMessagesRoundTrip(t *testing.T) {
 		&ClockReply{ID: 7, T1: when, T2: when.Add(time.Second), T3: when.Add(time.Second + 5)},
 		&Report{End: when, Frames: 15, Median: 38 * time.Millisecond, Min: 30 * time.Millisecond,
 			NetworkMedian: 20 * time.Millisecond, NetworkMin: 12 * time.Millisecond},
-		&Ack{Seq: 99, Bytes: 4000},
+		&Ack{Seq: 99, Bytes: 4000, Arrived: when.Add(time.Millisecond)},
 		&KeyframeRequest{},
 	}
 	var buf bytes.Buffer
@@ -84,7 +84,7 @@ func TestControlMessagesRefuseBadInput(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"unknown type":    {99, 0},
 		"wrong length":    {byte(TypeAck), 3, 1, 2, 3},
-		"truncated body":  {byte(TypeAck), 12, 1, 2},
+		"truncated body":  {byte(TypeAck), 20, 1, 2},
 		"truncated head":  {byte(TypeAck)},
 		"keyframe + body": {byte(TypeKeyframeRequest), 1, 0},
 	} {
@@ -110,7 +110,7 @@ func FuzzParseFrameHeader(f *testing.F) {
 func FuzzReadMessage(f *testing.F) {
 	f.Add(AppendMessage(nil, &Report{End: when, Frames: 3}))
 	f.Add(AppendMessage(nil, &ClockReply{ID: 1}))
-	f.Add([]byte{byte(TypeAck), 12})
+	f.Add([]byte{byte(TypeAck), 20})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := bufio.NewReader(bytes.NewReader(b))
 		for range 64 {
