@@ -286,6 +286,29 @@ func (d *decoder) posPercent(n *yaml.Node, p fpath, hint string) (float64, bool)
 	return v, ok
 }
 
+// share reads a percentage that may lie outside 0%-100% and checks it
+// against r, the field's range; hint is added when the value is 0%, which a
+// Scenario reads as "the default".
+func (d *decoder) share(n *yaml.Node, p fpath, r shareRange, hint string) (float64, bool) {
+	s, ok := d.scalar(n, p, "a percentage like "+percentUnits.example)
+	if !ok {
+		return 0, false
+	}
+	v, err := parseShare(s)
+	if err != nil {
+		d.fail(n, p, err.Error())
+		return 0, false
+	}
+	if !r.in(v) {
+		if v != 0 {
+			hint = ""
+		}
+		d.fail(n, p, s+" out of range: expected "+r.what+hint)
+		return 0, false
+	}
+	return v, true
+}
+
 // rate reads a bit rate above 0.
 func (d *decoder) rate(n *yaml.Node, p fpath, hint string) (int64, bool) {
 	s, ok := d.scalar(n, p, "a rate like "+rateUnits.example)
@@ -427,7 +450,9 @@ func (d *decoder) scenario(root *yaml.Node) *Scenario {
 		if w := d.object(n, p.key("switches"), "switches"); w != nil {
 			sw := p.key("switches")
 			dsts := []*bool{&s.Switches.OldWaitForFrame, &s.Switches.OldCaptureFirst,
-				&s.Switches.OldShowEveryFrame, &s.Switches.OldRestartOnBitrateChange}
+				&s.Switches.OldShowEveryFrame, &s.Switches.OldRestartOnBitrateChange,
+				&s.Switches.OldABRTotalLatency, &s.Switches.OldABRIgnoresUtilisation,
+				&s.Switches.OldABRSinglePeaks}
 			for i, key := range objects["switches"] {
 				if v := w.get(key); v != nil {
 					*dsts[i] = d.boolean(v, sw.key(key))
@@ -903,8 +928,14 @@ func (d *decoder) controller(n *yaml.Node, p fpath) Controller {
 	if v := o.get("kind"); v != nil {
 		c.Kind = d.str(v, p.key("kind"), "a controller kind: "+list(ControllerKinds))
 	}
+	// Zero is each parameter's "left out": the controller's default.
+	dflt := func(key string) string { return " (leave " + key + " out for the controller's default)" }
 	if v := o.get("bitrate"); v != nil {
-		c.Bitrate, _ = d.rate(v, p.key("bitrate"), " (leave bitrate out for 4Mbit/s)")
+		hint := " (leave bitrate out for 4Mbit/s)"
+		if c.Kind == "abr" || c.Kind == "gcc" {
+			hint = dflt("bitrate")
+		}
+		c.Bitrate, _ = d.rate(v, p.key("bitrate"), hint)
 	}
 	if v := o.get("steps"); v != nil {
 		nodes, paths := d.items(v, p.key("steps"), "a list of steps like [{at: 5s, bitrate: 3.2Mbit/s}]")
@@ -922,6 +953,31 @@ func (d *decoder) controller(n *yaml.Node, p fpath) Controller {
 			}
 			c.Steps = append(c.Steps, st)
 		}
+	}
+	if v := o.get("min"); v != nil {
+		c.Min, _ = d.rate(v, p.key("min"), dflt("min"))
+	}
+	if v := o.get("max"); v != nil {
+		c.Max, _ = d.rate(v, p.key("max"), dflt("max"))
+	}
+	for _, f := range []struct {
+		key string
+		dst *time.Duration
+	}{{"window", &c.Window}, {"baseline", &c.Baseline}, {"threshold", &c.Threshold},
+		{"sustain", &c.Sustain}, {"close", &c.Close}, {"hold", &c.Hold}} {
+		if v := o.get(f.key); v != nil {
+			*f.dst, _ = d.posDur(v, p.key(f.key), dflt(f.key))
+		}
+	}
+	if v := o.get("decrease"); v != nil {
+		c.Decrease, _ = d.share(v, p.key("decrease"), decreaseRange, dflt("decrease"))
+	}
+	if v := o.get("increase"); v != nil {
+		c.Increase, _ = d.share(v, p.key("increase"), increaseRange, dflt("increase"))
+	}
+	if v := o.get("guard"); v != nil {
+		c.Guard, _ = d.posPercent(v, p.key("guard"),
+			" (for no guard, write switches: {old_abr_ignores_utilisation: true}; leave guard out for the controller's default)")
 	}
 	return c
 }

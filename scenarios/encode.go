@@ -103,12 +103,15 @@ func (s *Scenario) MarshalYAML() (any, error) {
 		}
 		ctl.add("steps", seq)
 	}
+	encodeAdaptive(ctl, s.Controller)
 	if len(ctl.Content) > 0 {
 		m.add("controller", ctl.Node)
 	}
 	sw := mapping()
 	for i, on := range []bool{s.Switches.OldWaitForFrame, s.Switches.OldCaptureFirst,
-		s.Switches.OldShowEveryFrame, s.Switches.OldRestartOnBitrateChange} {
+		s.Switches.OldShowEveryFrame, s.Switches.OldRestartOnBitrateChange,
+		s.Switches.OldABRTotalLatency, s.Switches.OldABRIgnoresUtilisation,
+		s.Switches.OldABRSinglePeaks} {
 		if on {
 			sw.add(objects["switches"][i], boolean(true))
 		}
@@ -143,6 +146,37 @@ func (s *Scenario) MarshalYAML() (any, error) {
 		m.add("expect", seq)
 	}
 	return m.Node, nil
+}
+
+// encodeAdaptive adds an adaptive controller's bounds and the ABR's
+// parameters (N10) to m; zero values are the controller's defaults, left
+// out.
+func encodeAdaptive(m mapNode, c Controller) {
+	for _, r := range []struct {
+		key string
+		bps int64
+	}{{"min", c.Min}, {"max", c.Max}} {
+		if r.bps != 0 {
+			m.add(r.key, str(FormatRate(r.bps)))
+		}
+	}
+	for _, d := range []struct {
+		key string
+		d   time.Duration
+	}{{"window", c.Window}, {"baseline", c.Baseline}, {"threshold", c.Threshold},
+		{"sustain", c.Sustain}, {"close", c.Close}, {"hold", c.Hold}} {
+		if d.d != 0 {
+			m.add(d.key, dur(d.d))
+		}
+	}
+	for _, f := range []struct {
+		key string
+		f   float64
+	}{{"decrease", c.Decrease}, {"increase", c.Increase}, {"guard", c.Guard}} {
+		if f.f != 0 {
+			m.add(f.key, pct(f.f))
+		}
+	}
 }
 
 func encodeNetwork(n Network) *yaml.Node {

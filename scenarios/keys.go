@@ -27,10 +27,12 @@ var objects = map[string][]string{
 	"viewer":      {"decode", "refresh", "present"},
 	"clocks":      {"agent", "viewer"},
 	"clock":       {"offset", "drift"},
-	"controller":  {"kind", "bitrate", "steps"},
-	"step":        {"at", "bitrate"},
+	"controller": {"kind", "bitrate", "steps", "min", "max", "window", "baseline", "threshold", "sustain",
+		"close", "hold", "decrease", "increase", "guard"},
+	"step": {"at", "bitrate"},
 	"switches": {"old_wait_for_frame", "old_capture_first", "old_show_every_frame",
-		"old_restart_on_bitrate_change"},
+		"old_restart_on_bitrate_change", "old_abr_total_latency", "old_abr_ignores_utilisation",
+		"old_abr_single_peaks"},
 	"expectation": {"measure", "min", "max", "from", "to"},
 }
 

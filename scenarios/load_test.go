@@ -164,6 +164,27 @@ func TestValidate(t *testing.T) {
 		"go: network.down[1].at: 1s is not before the end: the scenario lasts 1s\n"+
 		"go: network.down[1].rate: -1bit/s out of range: expected a rate above 0bit/s\n"+
 		"go: expect[0]: missing a bound: expected min, max or both")
+	// A controller without a kind is fixed: the ABR's keys and switches
+	// are refused, as in a file.
+	s = &Scenario{File: "go", Name: "x", Description: "d", Duration: time.Second,
+		Controller: Controller{Min: 1_000_000, Decrease: 1.2}, Switches: Switches{OldABRTotalLatency: true}}
+	require.EqualError(t, s.Validate(), "go: controller.min: min does not apply to kind fixed: min applies to kind abr or gcc\n"+
+		"go: controller.decrease: decrease does not apply to kind fixed: decrease applies to kind abr\n"+
+		"go: switches.old_abr_total_latency: old_abr_total_latency does not apply to controller kind fixed: old_abr_total_latency applies to controller kind abr")
+	s.Controller.Kind = "abr"
+	s.Controller.Bitrate, s.Controller.Max, s.Controller.Window, s.Controller.Baseline = 2_000_000, -1, time.Second, time.Millisecond
+	s.Controller.Increase, s.Controller.Guard, s.Controller.Hold = -0.1, 2, -time.Second
+	require.EqualError(t, s.Validate(), "go: controller.max: -1bit/s out of range: expected a rate above 0bit/s\n"+
+		"go: controller.hold: -1s out of range: expected a duration above 0s\n"+
+		"go: controller.baseline: 1ms is shorter than window 1s: expected baseline >= window (the median over the window is compared with the minimum over the baseline)\n"+
+		"go: controller.decrease: 120% out of range: expected a decrease above 0% and below 100%\n"+
+		"go: controller.increase: -10% out of range: expected an increase above 0%\n"+
+		"go: controller.guard: 200% out of range: expected a percentage from 0% to 100%")
+	s.Controller = Controller{Kind: "abr", Bitrate: 500_000, Min: 1_000_000}
+	require.EqualError(t, s.Validate(), "go: controller.bitrate: 500kbit/s is below min 1Mbit/s: expected an initial bitrate from min to max")
+	s.Controller = Controller{Kind: "abr", Bitrate: 500_000, Min: 1_000_000, Max: 800_000}
+	require.EqualError(t, s.Validate(), "go: controller.min: 1Mbit/s is greater than max 800kbit/s: expected min <= max")
+
 	require.EqualError(t, (&Scenario{}).Validate(), "name: missing required field: expected lower-case words joined by '-', like lan-animation\n"+
 		"description: missing required field: expected a sentence or two saying what the scenario shows\n"+
 		"duration: missing required field: expected how long the session runs, like 20s (here or in defaults.yaml)")

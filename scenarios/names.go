@@ -23,8 +23,10 @@ var Sources = []string{"animation", "still", "typing", "scrolling", "video", "ph
 // JitterDistributions are the laws netem's jitter draws delays from.
 var JitterDistributions = []string{"uniform", "normal", "pareto-normal"}
 
-// ControllerKinds are the bitrate controllers a scenario can ask for today.
-var ControllerKinds = []string{"fixed", "steps"}
+// ControllerKinds are the bitrate controllers a scenario can ask for:
+// a fixed bitrate, scripted steps, NuviraHub's adaptive bitrate (N10) and
+// the delay-based part of Google Congestion Control.
+var ControllerKinds = []string{"fixed", "steps", "abr", "gcc"}
 
 // Paths are the transports a scenario can ask for today.
 var Paths = []string{"direct"}
@@ -39,9 +41,6 @@ var later = map[string]map[string]string{
 	"path": {
 		"relay":     "issue 7 (paths: relay, WebSocket tunnel, NAT and connection strategy)",
 		"websocket": "issue 7 (paths: relay, WebSocket tunnel, NAT and connection strategy)",
-	},
-	"controller.kind": {
-		"abr": "issue 5 (ABR: the abr.rs-equivalent controller)",
 	},
 }
 
@@ -95,6 +94,33 @@ var sourceFields = map[string][]string{
 	"video":     {"rate", "region", "complexity"},
 	"photo":     {"region", "complexity"},
 }
+
+// kindFields says which controller keys (besides kind) each controller
+// kind reads: the bounds are an adaptive controller's, the rule's
+// parameters the ABR's (N10). A key the kind ignores is an error rather
+// than silently unused.
+var kindFields = map[string][]string{
+	"fixed": {"bitrate"},
+	"steps": {"bitrate", "steps"},
+	"abr": {"bitrate", "min", "max", "window", "baseline", "threshold", "sustain", "close", "hold",
+		"decrease", "increase", "guard"},
+	"gcc": {"bitrate", "min", "max"},
+}
+
+// kindsWith lists the controller kinds that read field, for error messages.
+func kindsWith(field string) []string {
+	var out []string
+	for _, k := range ControllerKinds {
+		if slices.Contains(kindFields[k], field) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// abrSwitches are the switches that restore the ABR's documented mistakes
+// (N12, N13, N14): they apply to controller kind abr only.
+var abrSwitches = []string{"old_abr_total_latency", "old_abr_ignores_utilisation", "old_abr_single_peaks"}
 
 // sourcesWith lists the sources that have field, for error messages.
 func sourcesWith(field string) []string {

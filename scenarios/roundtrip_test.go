@@ -21,8 +21,9 @@ func TestEveryKey(t *testing.T) {
 	s, err := LoadFile(file)
 	require.NoError(t, err)
 	used := map[string]bool{}
-	// up, down and both cannot all be in one file: directions.yaml has down.
-	for _, f := range []string{file, "testdata/good/directions.yaml"} {
+	// up, down and both cannot all be in one file: directions.yaml has down;
+	// nor can steps go beside the ABR: steps.yaml has them.
+	for _, f := range []string{file, "testdata/good/directions.yaml", "testdata/good/steps.yaml"} {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		_, d, err := decodeFile(f, data, "", nil)
@@ -102,10 +103,13 @@ func TestEveryKey(t *testing.T) {
 			Refresh: 60, Present: 8 * time.Millisecond},
 		Clocks: Clocks{Agent: Clock{Offset: 3 * time.Second, DriftPPM: 50},
 			Viewer: Clock{Offset: -time.Second, DriftPPM: -20}},
-		Controller: Controller{Kind: "steps", Bitrate: 4_000_000,
-			Steps: []Step{{At: 5 * time.Second, Bitrate: 3_200_000}}},
+		Controller: Controller{Kind: "abr", Bitrate: 4_000_000, Min: 500_000, Max: 8_000_000,
+			Window: time.Second, Baseline: 10 * time.Second, Threshold: 60 * time.Millisecond,
+			Sustain: time.Second, Close: 20 * time.Millisecond, Hold: 2 * time.Second,
+			Decrease: 0.2, Increase: 0.15, Guard: 0.5},
 		Switches: Switches{OldWaitForFrame: true, OldCaptureFirst: true, OldShowEveryFrame: true,
-			OldRestartOnBitrateChange: true},
+			OldRestartOnBitrateChange: true, OldABRTotalLatency: true, OldABRIgnoresUtilisation: true,
+			OldABRSinglePeaks: true},
 		Path: "direct",
 		Expect: []Expectation{
 			{Measure: "latency.median", Max: ptr(0.150), From: 5 * time.Second, Line: expectLines[0]},
@@ -118,6 +122,12 @@ func TestEveryKey(t *testing.T) {
 	}
 	require.Equal(t, want, s)
 	requireRoundTrip(t, s)
+
+	steps, err := LoadFile("testdata/good/steps.yaml")
+	require.NoError(t, err)
+	require.Equal(t, Controller{Kind: "steps", Bitrate: 4_000_000,
+		Steps: []Step{{At: 5 * time.Second, Bitrate: 3_200_000}}}, steps.Controller)
+	requireRoundTrip(t, steps)
 }
 
 // requireRoundTrip writes s back in the format and checks that it reads
@@ -182,6 +192,20 @@ func TestForms(t *testing.T) {
 		}},
 		{"steps without kind", "controller: {steps: [{at: 0s, bitrate: 1Mbit/s}]}", func(t *testing.T, s *Scenario) {
 			require.Equal(t, Controller{Kind: "steps", Steps: []Step{{Bitrate: 1_000_000}}}, s.Controller)
+		}},
+		{"gcc with bounds", "controller: {kind: gcc, bitrate: 2Mbit/s, min: 300kbit/s, max: 20Mbit/s}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, Controller{Kind: "gcc", Bitrate: 2_000_000, Min: 300_000, Max: 20_000_000}, s.Controller)
+		}},
+		{"abr with its defaults", "controller: {kind: abr}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, Controller{Kind: "abr"}, s.Controller, "the loader fills in no defaults: the controller has them")
+		}},
+		{"abr, some parameters, an increase above 100%", "controller: {kind: abr, max: 6Mbit/s, baseline: 1s, increase: 150%, guard: 100%}\nswitches: {old_abr_single_peaks: true}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, Controller{Kind: "abr", Max: 6_000_000, Baseline: time.Second, Increase: 1.5, Guard: 1}, s.Controller)
+			require.Equal(t, Switches{OldABRSinglePeaks: true}, s.Switches)
+		}},
+		{"abr, baseline as long as the window, bitrate at a bound", "controller: {kind: abr, bitrate: 1Mbit/s, min: 1Mbit/s, window: 2s, baseline: 2s, decrease: 99.5%}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, Controller{Kind: "abr", Bitrate: 1_000_000, Min: 1_000_000, Window: 2 * time.Second,
+				Baseline: 2 * time.Second, Decrease: percentOf(99.5)}, s.Controller)
 		}},
 		{"null is absent", "seed: ~\nagent: null\nnetwork: {down: {loss: }}", func(t *testing.T, s *Scenario) {
 			require.Equal(t, uint64(0), s.Seed)

@@ -151,6 +151,45 @@ func TestSchemaNames(t *testing.T) {
 	require.Len(t, seen, len(Measurements))
 }
 
+// TestSchemaControllerKinds: where a controller's kind is written, the
+// schema refuses the keys that kind does not read, as the loader does, and
+// the ABR's switches beside another kind.
+func TestSchemaControllerKinds(t *testing.T) {
+	s := schema(t)
+	seen := map[string]bool{}
+	for _, rule := range dig(t, s, "$defs", "controller", "allOf").([]any) {
+		require.Equal(t, []any{"kind"}, dig(t, rule, "if", "required"))
+		kind := dig(t, rule, "if", "properties", "kind", "const").(string)
+		require.Contains(t, ControllerKinds, kind)
+		require.False(t, seen[kind], "%s in two rules", kind)
+		seen[kind] = true
+		var refused []string
+		for _, key := range objects["controller"] {
+			if key != "kind" && !slices.Contains(kindFields[kind], key) {
+				refused = append(refused, key)
+			}
+		}
+		then := dig(t, rule, "then", "properties").(map[string]any)
+		require.Equal(t, sorted(refused), keysOf(then), "keys refused for kind %s", kind)
+		for key, v := range then {
+			require.Equal(t, false, v, "%s with kind %s", key, kind)
+		}
+	}
+	require.Len(t, seen, len(ControllerKinds))
+
+	rules := dig(t, s, "allOf").([]any)
+	require.Len(t, rules, 1)
+	require.Equal(t, []any{"controller"}, dig(t, rules[0], "if", "required"))
+	require.Equal(t, []any{"kind"}, dig(t, rules[0], "if", "properties", "controller", "required"))
+	others := slices.DeleteFunc(slices.Clone(ControllerKinds), func(k string) bool { return k == "abr" })
+	require.Equal(t, others, strings_(dig(t, rules[0], "if", "properties", "controller", "properties", "kind", "enum")))
+	then := dig(t, rules[0], "then", "properties", "switches", "properties").(map[string]any)
+	require.Equal(t, sorted(abrSwitches), keysOf(then))
+	for key, v := range then {
+		require.Equal(t, false, v, key)
+	}
+}
+
 // TestSchemaUnitPatterns: the schema's unit patterns accept what the
 // parsers accept, on the ways people write values (the ranges beyond a
 // pattern's reach are the loader's to check).
@@ -173,6 +212,8 @@ func TestSchemaUnitPatterns(t *testing.T) {
 			[]string{"5Mbit/s", "500kbit/s", "1Gbit/s", "64000bit/s", "3.2Mbit/s", "5Mbps", "5MB/s", "5", "-5Mbit/s", "5 Mbit/s"}},
 		{"percentage", func(v string) bool { return ok(second(ParsePercent(v))) },
 			[]string{"1%", "0.1%", "100%", "100.0%", "0%", "99.99%", ".5%", "120%", "100.1%", "-1%", "1", "1 %", "1pct"}},
+		{"percentage_any", func(v string) bool { f, err := parseShare(v); return ok(err) && f >= 0 },
+			[]string{"15%", "150%", "100%", "0%", "1000.5%", ".5%", "-15%", "15", "15 %", "0.15"}},
 		{"size", func(v string) bool { return ok(second(ParseBytes(v))) },
 			[]string{"28B", "256KB", "256KiB", "1MB", "1MiB", "1GB", "1.5KB", "256kb", "256", "-1KB", "1 KB"}},
 		{"frequency", func(v string) bool { return ok(second(ParseHz(v))) },

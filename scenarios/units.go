@@ -140,6 +140,17 @@ func ParsePercent(s string) (float64, error) {
 	return v / 100, nil
 }
 
+// parseShare reads a percentage that may exceed 100% or be negative ("15%",
+// "150%") as a fraction: a controller's increase has no upper bound, and
+// its fields say themselves which range they take.
+func parseShare(s string) (float64, error) {
+	v, _, err := splitUnit(s, percentUnits)
+	if err != nil {
+		return 0, err
+	}
+	return v / 100, nil
+}
+
 // ParseBytes reads a size: "28B", "256KB", "1MB" (binary: KB = KiB = 1024
 // bytes, MB = MiB = 1024 KB, GB = GiB). The result is a whole number of bytes.
 func ParseBytes(s string) (int, error) {

@@ -166,7 +166,7 @@ func TestFormatReadsBack(t *testing.T) {
 // FuzzParseUnits: no parser panics, and what one reads, its Format writes
 // back to the same value.
 func FuzzParseUnits(f *testing.F) {
-	for _, s := range []string{"25ms", "1m30s", "5Mbit/s", "0.1%", "256KB", "60Hz", "-20ppm", "1e3", "", "µs"} {
+	for _, s := range []string{"25ms", "1m30s", "5Mbit/s", "0.1%", "150%", "256KB", "60Hz", "-20ppm", "1e3", "", "µs"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -182,6 +182,11 @@ func FuzzParseUnits(f *testing.F) {
 		}
 		if p, err := ParsePercent(s); err == nil {
 			back, err := ParsePercent(FormatPercent(p))
+			require.NoError(t, err)
+			require.Equal(t, p, back)
+		}
+		if p, err := parseShare(s); err == nil {
+			back, err := parseShare(FormatPercent(p))
 			require.NoError(t, err)
 			require.Equal(t, p, back)
 		}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"math"
 	"path"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,7 @@ func validate(s *Scenario, rep reporter) {
 	v.clock("clocks.agent", s.Clocks.Agent)
 	v.clock("clocks.viewer", s.Clocks.Viewer)
 	v.controller()
+	v.switches()
 	if s.Path != "" {
 		if msg := checkName(s.Path, "path", "path", Paths); msg != "" {
 			rep("path", nil, msg)
@@ -439,6 +441,30 @@ func (v validator) clock(p string, c Clock) {
 	}
 }
 
+// shareRange is the range of a controller percentage that is not a plain
+// 0%-100% one: what says it in a message, in checks a fraction.
+type shareRange struct {
+	what string
+	in   func(float64) bool
+}
+
+var (
+	// A decrease of 100% would cut the bitrate to nothing.
+	decreaseRange = shareRange{"a decrease above 0% and below 100%", func(f float64) bool { return f > 0 && f < 1 }}
+	// An increase may exceed 100% (more than doubling).
+	increaseRange = shareRange{"an increase above 0%", func(f float64) bool { return f > 0 && !math.IsInf(f, 1) }}
+)
+
+// controllerKind is the kind a controller runs as: a Scenario built in Go
+// without one has a fixed bitrate (the loader writes fixed, or steps when
+// steps are given).
+func controllerKind(c Controller) string {
+	if c.Kind == "" {
+		return "fixed"
+	}
+	return c.Kind
+}
+
 func (v validator) controller() {
 	c := v.s.Controller
 	if c.Kind != "" {
@@ -447,14 +473,26 @@ func (v validator) controller() {
 			return
 		}
 	}
+	kind := controllerKind(c)
+	// has reports a key the kind does not read, and tells whether the key
+	// is set and read, so that its value is checked.
+	has := func(key string, set bool) bool {
+		if set && !slices.Contains(kindFields[kind], key) {
+			v.errf("controller."+key, []string{"controller.kind"}, "%s does not apply to kind %s: %s applies to kind %s", key, kind, key, orList(kindsWith(key)))
+			return false
+		}
+		return set
+	}
 	if c.Bitrate < 0 {
 		v.errf("controller.bitrate", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Bitrate))
 	}
 	switch {
-	case c.Kind == "steps" && len(c.Steps) == 0:
+	case kind == "steps" && len(c.Steps) == 0:
 		v.rep("controller.steps", []string{"controller.kind"}, missing("controller", "steps"))
-	case c.Kind != "steps" && len(c.Steps) > 0:
+	case kind == "fixed" && len(c.Steps) > 0:
 		v.rep("controller.steps", []string{"controller.kind"}, "steps with kind fixed: a fixed controller never changes its bitrate; expected kind: steps")
+	default:
+		has("steps", len(c.Steps) > 0)
 	}
 	for i, st := range c.Steps {
 		p := "controller.steps" + idx(i)
@@ -465,6 +503,65 @@ func (v validator) controller() {
 		v.at(p+".at", st.At, i, "controller.steps"+idx(i-1)+".at", prev)
 		if st.Bitrate <= 0 {
 			v.rep(p+".bitrate", nil, missing("step", "bitrate"))
+		}
+	}
+
+	// An adaptive controller's bounds, when given, hold the initial bitrate.
+	lo, hi := has("min", c.Min != 0), has("max", c.Max != 0)
+	if lo && c.Min < 0 {
+		v.errf("controller.min", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Min))
+	}
+	if hi && c.Max < 0 {
+		v.errf("controller.max", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Max))
+	}
+	switch {
+	case c.Min < 0 || c.Max < 0 || c.Bitrate < 0: // reported above
+	case lo && hi && c.Min > c.Max:
+		v.errf("controller.min", []string{"controller.max"}, "%s is greater than max %s: expected min <= max", FormatRate(c.Min), FormatRate(c.Max))
+	case lo && c.Bitrate > 0 && c.Bitrate < c.Min:
+		v.errf("controller.bitrate", []string{"controller.min"}, "%s is below min %s: expected an initial bitrate from min to max", FormatRate(c.Bitrate), FormatRate(c.Min))
+	case hi && c.Bitrate > c.Max:
+		v.errf("controller.bitrate", []string{"controller.max"}, "%s is above max %s: expected an initial bitrate from min to max", FormatRate(c.Bitrate), FormatRate(c.Max))
+	}
+
+	// The ABR's rule (N10).
+	for _, f := range []struct {
+		key string
+		d   time.Duration
+	}{{"window", c.Window}, {"baseline", c.Baseline}, {"threshold", c.Threshold},
+		{"sustain", c.Sustain}, {"close", c.Close}, {"hold", c.Hold}} {
+		if has(f.key, f.d != 0) && f.d < 0 {
+			v.errf("controller."+f.key, nil, "%s out of range: expected a duration above 0s", FormatDuration(f.d))
+		}
+	}
+	if c.Window > 0 && c.Baseline > 0 && c.Baseline < c.Window && kind == "abr" {
+		v.errf("controller.baseline", []string{"controller.window"}, "%s is shorter than window %s: expected baseline >= window (the median over the window is compared with the minimum over the baseline)", FormatDuration(c.Baseline), FormatDuration(c.Window))
+	}
+	for _, f := range []struct {
+		key string
+		f   float64
+		r   shareRange
+	}{{"decrease", c.Decrease, decreaseRange}, {"increase", c.Increase, increaseRange}} {
+		if has(f.key, f.f != 0) && !f.r.in(f.f) {
+			v.errf("controller."+f.key, nil, "%s out of range: expected %s", FormatPercent(f.f), f.r.what)
+		}
+	}
+	if has("guard", c.Guard != 0) {
+		v.fraction("controller.guard", c.Guard)
+	}
+}
+
+// switches checks that the ABR's old-behaviour switches go with the ABR.
+func (v validator) switches() {
+	kind := controllerKind(v.s.Controller)
+	if kind == "abr" || !slices.Contains(ControllerKinds, kind) {
+		return
+	}
+	sw := v.s.Switches
+	for i, on := range []bool{sw.OldABRTotalLatency, sw.OldABRIgnoresUtilisation, sw.OldABRSinglePeaks} {
+		if on {
+			key := abrSwitches[i]
+			v.errf("switches."+key, []string{"controller.kind"}, "%s does not apply to controller kind %s: %s applies to controller kind abr", key, kind, key)
 		}
 	}
 }
@@ -519,6 +616,15 @@ func (v validator) expectations() {
 			v.errf(p+".from", []string{"duration"}, "%s is not before the end: the scenario lasts %s", FormatDuration(e.From), FormatDuration(v.s.Duration))
 		}
 	}
+}
+
+// orList writes names for a message as alternatives: "a", "a or b",
+// "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return list(names)
+	}
+	return list(names[:len(names)-1]) + " or " + names[len(names)-1]
 }
 
 // idx writes a list index: "[2]".
