@@ -15,7 +15,7 @@ import (
 
 // Groups are the go test entry points that run a scenario
 // (go test ./lab -run Mobile runs the group "mobile").
-var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular"}
+var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr"}
 
 // Sources are the screen content models of agent/screen.
 var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo"}

@@ -21,7 +21,8 @@ type Scenario struct {
 	// Findings lists the IDs of FINDINGS.md the scenario reproduces.
 	Findings []string
 	// Groups name the go test entry points that run it: "mobile", "lan",
-	// "lossy", "pipeline", "encoder", "path" (go test ./lab -run Mobile).
+	// "lossy", "pipeline", "encoder", "path", "cellular", "abr" (go test
+	// ./lab -run Mobile).
 	Groups []string
 	// Duration is how long the session runs after the handshake.
 	Duration time.Duration
