@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/agent/abr"
 	"github.com/nuvirahub/latencylab/agent/encoder"
+	"github.com/nuvirahub/latencylab/agent/gcc"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
 	"github.com/nuvirahub/latencylab/netem"
@@ -43,6 +45,8 @@ const sharedPrefix = "shared:"
 // needs to know about the network that the session does not keep.
 type plan struct {
 	session Session
+	// decisions reads an adaptive controller's decisions after the run.
+	decisions func(start time.Time) []DecisionRecord
 	refresh float64 // the agent's display refresh, Hz
 	up      []capPhase
 	down    []capPhase
@@ -94,6 +98,7 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	if s.Agent, err = convertAgent(sc); err != nil {
 		return nil, err
 	}
+	p.decisions = controllerDecisions(s.Agent.Controller)
 	p.refresh = sc.Agent.Refresh
 	if p.refresh == 0 {
 		p.refresh = agent.DefaultRefresh
@@ -479,7 +484,7 @@ func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
 
 	var err error
 	var initial int64
-	if cfg.Controller, initial, err = convertController(sc.Controller); err != nil {
+	if cfg.Controller, initial, err = convertController(sc.Controller, sc.Switches); err != nil {
 		return cfg, err
 	}
 
@@ -536,7 +541,7 @@ func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
 
 // convertController builds the bitrate controller and says its first
 // bitrate.
-func convertController(c scenarios.Controller) (agent.Controller, int64, error) {
+func convertController(c scenarios.Controller, sw scenarios.Switches) (agent.Controller, int64, error) {
 	initial := c.Bitrate
 	if initial == 0 {
 		initial = agent.DefaultBitrate
@@ -563,8 +568,53 @@ func convertController(c scenarios.Controller) (agent.Controller, int64, error) 
 			return st, c.Steps[0].Bitrate, nil // in force from the start
 		}
 		return st, initial, nil
+	case "abr":
+		a, err := abr.New(abr.Config{
+			Initial: c.Bitrate, Min: c.Min, Max: c.Max,
+			Window: c.Window, Baseline: c.Baseline, Threshold: c.Threshold, Sustain: c.Sustain,
+			Close: c.Close, Hold: c.Hold, Decrease: c.Decrease, Increase: c.Increase, Guard: c.Guard,
+			OldTotalLatency:       sw.OldABRTotalLatency,
+			OldIgnoresUtilisation: sw.OldABRIgnoresUtilisation,
+			OldSinglePeaks:        sw.OldABRSinglePeaks,
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: controller: %w", ErrScenario, err)
+		}
+		return a, a.Config().Initial, nil
+	case "gcc":
+		g, err := gcc.New(gcc.Config{Initial: c.Bitrate, Min: c.Min, Max: c.Max})
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: controller: %w", ErrScenario, err)
+		}
+		return g, g.Config().Initial, nil
 	}
-	return nil, 0, fmt.Errorf("%w: controller kind %q (fixed or steps; the ABR comes with issue 5)", ErrUnsupported, c.Kind)
+	return nil, 0, fmt.Errorf("%w: controller kind %q", ErrUnsupported, c.Kind)
+}
+
+// controllerDecisions reads an adaptive controller's decisions as records
+// counted from start; nil for a controller that makes none.
+func controllerDecisions(c agent.Controller) func(start time.Time) []DecisionRecord {
+	switch c := c.(type) {
+	case *abr.ABR:
+		return func(start time.Time) []DecisionRecord {
+			var out []DecisionRecord
+			for _, d := range c.Decisions() {
+				out = append(out, DecisionRecord{At: d.At.Sub(start), Old: d.Old, New: d.New, Rule: d.Rule,
+					Median: d.Median, Baseline: d.Baseline, Utilisation: d.Utilisation})
+			}
+			return out
+		}
+	case *gcc.GCC:
+		return func(start time.Time) []DecisionRecord {
+			var out []DecisionRecord
+			for _, d := range c.Decisions() {
+				out = append(out, DecisionRecord{At: d.At.Sub(start), Old: d.Old, New: d.New, Rule: d.Rule,
+					Signal: d.Signal, Trend: d.Trend, Threshold: d.Threshold, Received: d.Received})
+			}
+			return out
+		}
+	}
+	return nil
 }
 
 // convertDist turns a scenario's distribution into the models' one; nil

@@ -252,7 +252,10 @@ func TestConvertErrors(t *testing.T) {
 		says   string
 	}{
 		{"relay", func(s *scenarios.Scenario) { s.Path = "relay" }, ErrUnsupported, `path "relay"`},
-		{"abr", func(s *scenarios.Scenario) { s.Controller.Kind = "abr" }, ErrUnsupported, `controller kind "abr"`},
+		{"unknown controller", func(s *scenarios.Scenario) { s.Controller.Kind = "bbr" }, ErrUnsupported, `controller kind "bbr"`},
+		{"abr refuses", func(s *scenarios.Scenario) {
+			s.Controller = scenarios.Controller{Kind: "abr", Min: 5_000_000, Max: 1_000_000}
+		}, ErrScenario, "controller:"},
 		{"preset", func(s *scenarios.Scenario) { s.Agent.Encoder = "x264" }, ErrScenario, "agent.encoder"},
 		{"absent not probed", func(s *scenarios.Scenario) { s.Agent.Absent = []string{"nvenc"} }, ErrScenario, `agent.absent: "nvenc" is not in agent.hardware`},
 		{"source", func(s *scenarios.Scenario) { s.Screen = []scenarios.ScreenPhase{{Source: "fireworks"}} }, ErrScenario, `screen[0]: unknown source "fireworks"`},

@@ -174,6 +174,7 @@ func TestCellular(t *testing.T) { runGroup(t, "cellular", "Cellular") }
 func TestLossy(t *testing.T)    { runGroup(t, "lossy", "Lossy") }
 func TestPipeline(t *testing.T) { runGroup(t, "pipeline", "Pipeline") }
 func TestEncoder(t *testing.T)  { runGroup(t, "encoder", "Encoder") }
+func TestABR(t *testing.T)      { runGroup(t, "abr", "ABR") }
 
 // Another seed gives another run that still meets every expectation of the
 // library: the bounds are written from the findings, not from one run.
@@ -233,5 +234,71 @@ func TestAnotherSeedIsAnotherRun(t *testing.T) {
 	}
 	if slices.Equal(latencies[1], latencies[2]) {
 		t.Fatal("seeds 1 and 2 gave the same frame latencies: the spikes do not draw from the seed")
+	}
+}
+
+// TestABRvsGCC runs every ABR scenario of the library (the fixed variants)
+// again with the GCC-style delay-based controller in its place, and prints
+// the two side by side: median latency, mean bitrate, decisions. Both must
+// run, and GCC must react where the link changes or loses; it is not held
+// to the ABR's expectations.
+func TestABRvsGCC(t *testing.T) {
+	lib, err := scenarios.Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		name                 string
+		abrMedian, gccMedian time.Duration
+		abrRate, gccRate     float64
+		abrDec, gccDec       int
+	}
+	var rows []row
+	for _, base := range lib {
+		if base.Controller.Kind != "abr" || strings.HasSuffix(base.Name, "-old") {
+			continue
+		}
+		r := row{name: base.Name}
+		for _, kind := range []string{"abr", "gcc"} {
+			sc := *base
+			sc.Controller = scenarios.Controller{Kind: kind, Bitrate: base.Controller.Bitrate, Min: base.Controller.Min, Max: base.Controller.Max}
+			if kind == "abr" {
+				sc.Controller = base.Controller
+			}
+			var res *ScenarioResult
+			synctest.Test(t, func(t *testing.T) {
+				var err error
+				if res, err = Run(t.Context(), &sc); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if kind == "abr" {
+				r.abrMedian, r.abrRate, r.abrDec = res.Summary.Latency.Median, res.Summary.BitrateMean, len(res.Decisions)
+			} else {
+				r.gccMedian, r.gccRate, r.gccDec = res.Summary.Latency.Median, res.Summary.BitrateMean, len(res.Decisions)
+				if len(res.Decisions) == 0 && (sc.Name == "abr-capacity-drop" || sc.Name == "abr-lossy") {
+					t.Errorf("%s: GCC made no decision on a link that changes or loses", sc.Name)
+				}
+			}
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		t.Fatal("the library has no ABR scenario")
+	}
+	var b strings.Builder
+	b.WriteString("| scenario | ABR median | GCC median | ABR mean bitrate | GCC mean bitrate | ABR decisions | GCC decisions |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f Mbit/s | %.2f Mbit/s | %d | %d |\n", r.name,
+			msText(r.abrMedian), msText(r.gccMedian), r.abrRate/1e6, r.gccRate/1e6, r.abrDec, r.gccDec)
+	}
+	t.Log("\n" + b.String())
+	if *suiteOut != "" {
+		if err := os.MkdirAll(*suiteOut, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*suiteOut, "abr-vs-gcc.md"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

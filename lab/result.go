@@ -62,6 +62,9 @@ type ScenarioResult struct {
 	Events []EventRecord `json:"events"`
 	// Targets are the controller's bitrate and each of its changes.
 	Targets []TargetRecord `json:"targets"`
+	// Decisions are an adaptive controller's (ABR, GCC): when, from what
+	// to what, which rule and on what inputs.
+	Decisions []DecisionRecord `json:"decisions,omitempty"`
 	// Series samples the session every SampleEvery.
 	Series []Point `json:"series"`
 	// Links are the links' counters over the session (from time zero).
@@ -354,6 +357,9 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 	for _, e := range res.Events {
 		r.Events = append(r.Events, EventRecord{At: off(e.At), Kind: e.Kind, Reason: e.Reason, Seq: e.Seq})
 	}
+	if p.decisions != nil {
+		r.Decisions = p.decisions(start)
+	}
 	for _, t := range res.Targets {
 		r.Targets = append(r.Targets, TargetRecord{At: off(t.At), Bps: t.Bps})
 	}
@@ -490,4 +496,23 @@ func (r *ScenarioResult) summarise() Summary {
 		s.Recovery = rec
 	}
 	return s
+}
+
+// DecisionRecord is one change an adaptive controller made to the bitrate.
+type DecisionRecord struct {
+	At   time.Duration `json:"at_ns"`
+	Old  int64         `json:"old_bps"`
+	New  int64         `json:"new_bps"`
+	Rule string        `json:"rule"`
+	// The ABR's inputs: the window's median latency, the baseline and the
+	// share of the target the video used.
+	Median      time.Duration `json:"median_ns,omitempty"`
+	Baseline    time.Duration `json:"baseline_ns,omitempty"`
+	Utilisation float64       `json:"utilisation,omitempty"`
+	// GCC's: the detector's signal, the delay trend against its adaptive
+	// threshold, and the received rate.
+	Signal    string        `json:"signal,omitempty"`
+	Trend     time.Duration `json:"trend_ns,omitempty"`
+	Threshold time.Duration `json:"threshold_ns,omitempty"`
+	Received  int64         `json:"received_bps,omitempty"`
 }
