@@ -47,10 +47,10 @@ type plan struct {
 	session Session
 	// decisions reads an adaptive controller's decisions after the run.
 	decisions func(start time.Time) []DecisionRecord
-	refresh float64 // the agent's display refresh, Hz
-	up      []capPhase
-	down    []capPhase
-	network NetworkInfo
+	refresh   float64 // the agent's display refresh, Hz
+	up        []capPhase
+	down      []capPhase
+	network   NetworkInfo
 }
 
 // capPhase is a direction's capacity from At on: a rate, a trace, or none.
