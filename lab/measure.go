@@ -97,6 +97,10 @@ func (r *ScenarioResult) Measure(name string, from, to time.Duration) (float64, 
 		return float64(w.refinements()), nil
 	case "utilisation":
 		return w.utilisation()
+	case "time-to-low-latency":
+		return r.timeUntil(from, to, "latency.median", func(v float64) bool { return v < 0.100 })
+	case "time-to-full-use":
+		return r.timeUntil(from, to, "utilisation", func(v float64) bool { return v >= 0.90 })
 	case "recovery":
 		rec, err := w.recoveries()
 		if err != nil {
@@ -453,4 +457,21 @@ func (w window) recoveries() ([]Recovery, error) {
 		return nil, fmt.Errorf("%w: no network phase change with frames displayed before it in %v", ErrNoData, w)
 	}
 	return out, nil
+}
+
+// timeUntil is how long after from the first one-second span starts (spans
+// step by the sample period) in which the measurement meets good; ErrNoData
+// if none does before to.
+func (r *ScenarioResult) timeUntil(from, to time.Duration, name string, good func(float64) bool) (float64, error) {
+	step := r.SampleEvery
+	if step <= 0 {
+		step = DefaultSampleEvery
+	}
+	for t := from; t+time.Second <= to; t += step {
+		v, err := r.Measure(name, t, t+time.Second)
+		if err == nil && good(v) {
+			return (t - from).Seconds(), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: no second of [%v, %v) meets it", ErrNoData, from, to)
 }

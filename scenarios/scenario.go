@@ -293,6 +293,8 @@ var Measurements = []Measurement{
 	{"refinements", UnitCount, "refinement passes sent (N15)"},
 	{"utilisation", UnitFraction, "video bytes delivered / link capacity over the window (rate-capped links)"},
 	{"recovery", UnitDuration, "longest time after a network phase change until the latency median of a second is back within 20% of its level before"},
+	{"time-to-low-latency", UnitDuration, "from the window's start, until the first second whose latency median is under 100 ms (N2's threshold)"},
+	{"time-to-full-use", UnitDuration, "from the window's start, until the first second in which the video uses at least 90% of the downlink's capacity"},
 }
 
 // LookupMeasurement finds a measurement by name.
