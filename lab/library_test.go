@@ -189,6 +189,7 @@ func TestLibraryAnotherSeed(t *testing.T) {
 			sc := *base
 			sc.Seed = base.Seed + 1000
 			var res *ScenarioResult
+			var err error // each parallel subtest its own
 			synctest.Test(t, func(t *testing.T) {
 				res, err = Run(t.Context(), &sc)
 			})
