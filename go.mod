@@ -7,9 +7,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.56.0
+	golang.org/x/sys v0.47.0
 )
 
-require (
-	golang.org/x/crypto v0.54.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-)
+require golang.org/x/crypto v0.54.0 // indirect
