@@ -1,7 +1,8 @@
-// Command lab is the latency lab's command line. Today it has one job, demo:
-// a real-time QUIC bulk transfer over loopback through the impairment proxy
-// with the documented bad-network conditions. The scenario suite, reports
-// and the standalone proxy come with their issues.
+// Command lab is the latency lab's command line: demo, a real-time QUIC bulk
+// transfer over loopback through the impairment proxy with the documented
+// bad-network conditions; codecs, the codec benchmark. The scenario suite
+// runs inside go test (make suite); reports and the standalone proxy come
+// with their issues.
 package main
 
 import (
@@ -13,6 +14,7 @@ const usage = `usage: lab <command> [flags]
 
 commands:
   demo    QUIC bulk transfer through the real-time impairment proxy on loopback
+  codecs  the codec benchmark: tile XOR+zstd vs Hextile vs ZRLE (E1-E13)
 
 Run "lab <command> -h" for a command's flags.
 `
@@ -26,6 +28,8 @@ func main() {
 	switch os.Args[1] {
 	case "demo":
 		err = demo(os.Args[2:], os.Stdout)
+	case "codecs":
+		err = codecs(os.Args[2:], os.Stdout)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

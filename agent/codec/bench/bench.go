@@ -1,0 +1,197 @@
+// Package bench is the codec lab's benchmark (findings E9, E13): the same
+// synthetic screens through every lossless codec, bytes and encode time per
+// case.
+//
+// Method, as EvertyDesk's write-up measured and beyond it:
+//   - Cases: keyframes (nothing to diff against) of a solid colour and of a
+//     gradient with no two pixels equal, at 720p, 1080p and 4K (E5, E6);
+//     P-frames at 1080p over a gradient, with 0 (static), 1, 5, 10, 25, 50
+//     and 90% of the pixels changed as scattered points, solid blocks,
+//     scattered noise and one block of noise, "video in a corner" (E3, E7,
+//     E8). Frames come from agent/codec/frames, seeded: every run sees the
+//     same pixels.
+//   - Every codec is charged the same honest dirty-tile detector
+//     (agent/codec/dirty, 32x32 tiles) inside its timed region: no codec is
+//     handed the changed tiles for free (E10), so the static case costs each
+//     the scan of the frame, not 0.1 us.
+//   - Time: each case runs Warmup encodes that are not counted, then Iters
+//     timed ones (E9: 20 and 200); the figure is the median.
+//   - Bytes: what a fresh encoder writes for the frame. A stateful codec
+//     (ZRLE's one zlib stream per connection) would otherwise shrink the
+//     same frame on every repeat as its dictionary learns it.
+//   - Every encoded frame is decoded once and compared with the source: a
+//     codec that is fast because it is wrong is an error, not a result.
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nuvirahub/latencylab/agent/codec"
+	"github.com/nuvirahub/latencylab/agent/codec/dirty"
+	"github.com/nuvirahub/latencylab/agent/codec/frames"
+	"github.com/nuvirahub/latencylab/agent/codec/hextile"
+	"github.com/nuvirahub/latencylab/agent/codec/tile"
+	"github.com/nuvirahub/latencylab/agent/codec/zrle"
+)
+
+// Case is one screen: a keyframe, or a P-frame over a gradient.
+type Case struct {
+	Name string
+	W, H int
+	// Kind is the keyframe kind (Key) or the P-frame's kind of change.
+	Kind string
+	Key  bool
+	Pct  float64
+}
+
+// Cases returns the benchmark matrix.
+func Cases() []Case {
+	var out []Case
+	for _, r := range []struct {
+		name string
+		w, h int
+	}{{"720p", frames.Width720p, frames.Height720p}, {"1080p", frames.Width1080p, frames.Height1080p}, {"4K", frames.Width4K, frames.Height4K}} {
+		for _, k := range []string{frames.Solid, frames.Gradient} {
+			out = append(out, Case{Name: fmt.Sprintf("key-%s-%s", k, r.name), W: r.w, H: r.h, Kind: k, Key: true})
+		}
+	}
+	for _, k := range []string{frames.Points, frames.Blocks, frames.NoisePts, frames.NoiseBlock} {
+		for _, p := range frames.Percentages {
+			if p == 0 && k != frames.Points {
+				continue // one static case is enough: nothing changed is nothing changed
+			}
+			name := fmt.Sprintf("p-%s-%gpct", k, p)
+			if p == 0 {
+				name = "p-static-0pct"
+			}
+			out = append(out, Case{Name: name, W: frames.Width1080p, H: frames.Height1080p, Kind: k, Pct: p})
+		}
+	}
+	return out
+}
+
+// Frames builds a case's previous and current frame (prev is nil for a
+// keyframe).
+func (c Case) Frames() (prev, cur *codec.Frame) {
+	if c.Key {
+		return nil, frames.Keyframe(c.Kind, c.W, c.H, 1)
+	}
+	prev = frames.Keyframe(frames.Gradient, c.W, c.H, 1)
+	return prev, frames.PFrame(prev, c.Kind, c.Pct, 2)
+}
+
+// Codec makes a fresh encoder and its decoder.
+type Codec struct {
+	Name string
+	New  func() (codec.Encoder, codec.Decoder, error)
+}
+
+// Codecs are the codecs compared: the tile XOR+zstd codec (EVRTCK-like, E1)
+// with and without carry-forward (E12), Hextile (E2, E4) and ZRLE (E12).
+func Codecs() []Codec {
+	tileCodec := func(carry bool) func() (codec.Encoder, codec.Decoder, error) {
+		return func() (codec.Encoder, codec.Decoder, error) {
+			e, err := tile.NewEncoder(tile.Options{CarryForward: carry})
+			if err != nil {
+				return nil, nil, err
+			}
+			d, err := tile.NewDecoder()
+			return e, d, err
+		}
+	}
+	return []Codec{
+		{"tile", tileCodec(false)},
+		{"tile-carry", tileCodec(true)},
+		{"hextile", func() (codec.Encoder, codec.Decoder, error) { return hextile.NewEncoder(), hextile.NewDecoder(), nil }},
+		{"zrle", func() (codec.Encoder, codec.Decoder, error) { return zrle.NewEncoder(), zrle.NewDecoder(), nil }},
+	}
+}
+
+// Result is one codec on one case.
+type Result struct {
+	Case  string
+	Codec string
+	// Bytes is what a fresh encoder writes; Median the median encode time,
+	// dirty-tile detection included; MBps the input pixels (4 bytes each)
+	// encoded per second at that median.
+	Bytes  int
+	Median time.Duration
+	MBps   float64
+}
+
+// Run measures one codec on one case: warmup encodes not counted, then
+// iters timed ones.
+func Run(c Case, cd Codec, warmup, iters int) (Result, error) {
+	prev, cur := c.Frames()
+	enc, dec, err := cd.New()
+	if err != nil {
+		return Result{}, err
+	}
+	var rects []codec.Rect
+	rects = dirty.Detect(prev, cur, rects)
+	out, err := enc.Encode(nil, prev, cur, rects)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s on %s: %w", cd.Name, c.Name, err)
+	}
+	got, err := dec.Decode(prev, c.W, c.H, out)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s on %s: its own output does not decode: %w", cd.Name, c.Name, err)
+	}
+	if !slices.Equal(got.Pix, cur.Pix) {
+		return Result{}, fmt.Errorf("%s on %s: the decoded frame differs from the source", cd.Name, c.Name)
+	}
+	res := Result{Case: c.Name, Codec: cd.Name, Bytes: len(out)}
+
+	times := make([]time.Duration, 0, iters)
+	buf := out[:0]
+	for i := range warmup + iters {
+		start := time.Now()
+		rects = dirty.Detect(prev, cur, rects[:0])
+		if buf, err = enc.Encode(buf[:0], prev, cur, rects); err != nil {
+			return res, err
+		}
+		if i >= warmup {
+			times = append(times, time.Since(start))
+		}
+	}
+	slices.Sort(times)
+	res.Median = times[len(times)/2]
+	res.MBps = float64(c.W*c.H*4) / res.Median.Seconds() / 1e6
+	return res, nil
+}
+
+// Table writes results as Markdown: one row per case, bytes and median
+// time per codec.
+func Table(cases []Case, codecs []Codec, results []Result) string {
+	by := map[string]Result{}
+	for _, r := range results {
+		by[r.Case+"/"+r.Codec] = r
+	}
+	var b strings.Builder
+	b.WriteString("| case |")
+	for _, cd := range codecs {
+		fmt.Fprintf(&b, " %s bytes | %s time |", cd.Name, cd.Name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|---|", len(codecs)) + "\n")
+	for _, c := range cases {
+		fmt.Fprintf(&b, "| %s |", c.Name)
+		for _, cd := range codecs {
+			r, ok := by[c.Name+"/"+cd.Name]
+			if !ok {
+				b.WriteString(" | |")
+				continue
+			}
+			fmt.Fprintf(&b, " %d | %s |", r.Bytes, r.Median.Round(time.Microsecond))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// runDetect is the detector every codec is charged with.
+func runDetect(prev, cur *codec.Frame, dst []codec.Rect) []codec.Rect {
+	return dirty.Detect(prev, cur, dst)
+}
