@@ -163,8 +163,8 @@ func Run(c Case, cd Codec, warmup, iters int) (Result, error) {
 	return res, nil
 }
 
-// Table writes results as Markdown: one row per case, bytes and median
-// time per codec.
+// Table writes results as Markdown: one row per case, and per codec the
+// bytes, the median encode time and the input it encodes per second.
 func Table(cases []Case, codecs []Codec, results []Result) string {
 	by := map[string]Result{}
 	for _, r := range results {
@@ -184,7 +184,7 @@ func Table(cases []Case, codecs []Codec, results []Result) string {
 				b.WriteString(" | |")
 				continue
 			}
-			fmt.Fprintf(&b, " %d | %s |", r.Bytes, r.Median.Round(time.Microsecond))
+			fmt.Fprintf(&b, " %d | %s (%.0f MB/s) |", r.Bytes, r.Median.Round(time.Microsecond), r.MBps)
 		}
 		b.WriteString("\n")
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 )
 
 // Every codec round-trips every case of the matrix at its real size (Run
@@ -50,5 +51,15 @@ func BenchmarkCodecs(b *testing.B) {
 				b.ReportMetric(float64(len(out)), "bytes/frame")
 			})
 		}
+	}
+}
+
+func TestTableShowsBytesTimeAndThroughput(t *testing.T) {
+	cases := []Case{{Name: "key-solid-720p"}}
+	cds := []Codec{{Name: "tile"}}
+	got := Table(cases, cds, []Result{{Case: "key-solid-720p", Codec: "tile", Bytes: 592, Median: 2217 * time.Microsecond, MBps: 1663}})
+	want := "| case | tile bytes | tile time |\n|---|---|---|\n| key-solid-720p | 592 | 2.217ms (1663 MB/s) |\n"
+	if got != want {
+		t.Fatalf("table:\n%s\nwant:\n%s", got, want)
 	}
 }
