@@ -82,15 +82,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nuvirahub/latencylab/agent/abr"
 	"github.com/nuvirahub/latencylab/internal/wire"
 )
 
-// Defaults: the same bounds as the ABR's (N13's 4 Mbit/s start and
-// 0.5 Mbit/s floor), so that the two run side by side on equal terms.
+// Defaults: the ABR's own bounds (N13's 4 Mbit/s start and 0.5 Mbit/s
+// floor), so that the two run side by side on equal terms.
 const (
-	DefaultInitial int64 = 4_000_000
-	DefaultMin     int64 = 500_000
-	DefaultMax     int64 = 20_000_000
+	DefaultInitial = abr.DefaultInitial
+	DefaultMin     = abr.DefaultMin
+	DefaultMax     = abr.DefaultMax
 )
 
 // The draft's parameters (section 5.6, Table 1) and this adaptation's.
