@@ -9,20 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
+	"github.com/nuvirahub/latencylab/agent/codec/dirty"
 )
 
-// The generators below are local on purpose: the shared frame generator is
-// being written concurrently and this package must not depend on it.
+// allTiles is every tile of a w x h frame, as the shared detector reports
+// them for a keyframe (nothing to diff against).
+func allTiles(w, h int) []codec.Rect { return dirty.Detect(nil, codec.NewFrame(w, h), nil) }
 
-func allTiles(w, h int) []codec.Rect {
-	var rs []codec.Rect
-	for y := 0; y < h; y += codec.TileSize {
-		for x := 0; x < w; x += codec.TileSize {
-			rs = append(rs, codec.Rect{X: x, Y: y, W: min(codec.TileSize, w-x), H: min(codec.TileSize, h-y)})
-		}
-	}
-	return rs
-}
+// The frames below are made here rather than by agent/codec/frames: these
+// tests need specific shapes (a given colour, subrect layouts) the
+// benchmark's generator does not make.
 
 func solidFrame(w, h int, c uint32) *codec.Frame {
 	f := codec.NewFrame(w, h)

@@ -18,8 +18,9 @@ var (
 	_ codec.Decoder = (*Decoder)(nil)
 )
 
-// The test generates its own screens (a shared generator is written
-// elsewhere concurrently; these tests must not depend on it).
+// The test makes its own screens rather than use agent/codec/frames: it
+// needs shapes that exercise each ZRLE subencoding, which the benchmark's
+// generator does not aim at.
 
 func solidFrame(w, h int, c uint32) *codec.Frame {
 	f := codec.NewFrame(w, h)
