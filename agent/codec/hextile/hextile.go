@@ -26,9 +26,29 @@
 // RFC 6143 section 7.7.4: a tile's background may be left unspecified and is
 // then the previous tile's, but never across a Raw tile (finding E4); the
 // foreground likewise, but never across a Raw tile or a tile with
-// SubrectsColoured set. Both encoder and decoder track these colours per
+// SubrectsColoured set, while a tile with AnySubrects clear passes on the
+// foreground it inherited. Both encoder and decoder track these colours per
 // rectangle: the first tile of each rectangle has no previous tile, so it
 // must specify what it uses.
+//
+// # Checked against RFC 6143 section 7.7.4
+//
+// Checked point by point against the section text as reproduced in
+// rfbproto.rst (the RFB community specification the RFC was published
+// from), each rule with a test in spec_test.go that decodes hand-built
+// bytes: 16x16 tiles, left to right then top to bottom, the last column
+// and row narrower/shorter; the mask bits Raw 1, BackgroundSpecified 2,
+// ForegroundSpecified 4, AnySubrects 8, SubrectsColoured 16; a Raw tile is
+// w*h pixels in scanline order and "the other bits are irrelevant"; the
+// first non-raw tile of a rectangle specifies its background;
+// ForegroundSpecified excludes SubrectsColoured; a coloured subrectangle is
+// preceded by its pixel; x in the high nibble and y in the low nibble of
+// the first subrectangle byte, width-1 and height-1 likewise in the second;
+// and the carry-over rules above. One deviation was fixed: the decoder
+// rejected a Raw tile whose mask also had bit 32 or 64 set, though the
+// other bits of a Raw tile are irrelevant (it now decodes it as Raw; a
+// non-raw tile with those zlibhex bits is still rejected). The encoder's
+// bytes are unchanged.
 package hextile
 
 import (
@@ -38,6 +58,7 @@ import (
 	"slices"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
+	dirtytiles "github.com/nuvirahub/latencylab/agent/codec/dirty"
 )
 
 // EncodingType is Hextile's encoding number in a rectangle header (RFC 6143
@@ -93,6 +114,7 @@ type Encoder struct {
 	covered [HexTile * HexTile]bool
 	best    []subrect
 	scratch []subrect
+	merged  []codec.Rect
 }
 
 // NewEncoder returns a Hextile encoder.
@@ -114,6 +136,11 @@ func (e *Encoder) Name() string { return "hextile" }
 // detector's answer in dirty (finding E10), so every codec is charged the
 // same detection.
 func (e *Encoder) Encode(dst []byte, prev, cur *codec.Frame, dirty []codec.Rect) ([]byte, error) {
+	// Touching dirty tiles become one rectangle, as a VNC server sends
+	// them: a 12-byte header per 32x32 tile would be a cost of the
+	// detector's grid, not of the encoding (dirty.Merge).
+	e.merged = dirtytiles.Merge(dirty, e.merged)
+	dirty = e.merged
 	if cur == nil || cur.W <= 0 || cur.H <= 0 || len(cur.Pix) != cur.W*cur.H {
 		return dst, errors.New("hextile: invalid current frame")
 	}
@@ -474,12 +501,10 @@ func decodeRect(r *reader, f *codec.Frame, rx, ry, rw, rh int) error {
 			if !ok {
 				return fmt.Errorf("%w: subencoding of tile at %d,%d", ErrTruncated, tx, ty)
 			}
-			if mask > Raw|BackgroundSpecified|ForegroundSpecified|AnySubrects|SubrectsColoured {
-				return fmt.Errorf("%w: mask %#x at %d,%d", ErrSubencoding, mask, tx, ty)
-			}
 			if mask&Raw != 0 {
-				// Section 7.7.4: with Raw set the other bits are
-				// irrelevant; w*h pixels follow.
+				// Section 7.7.4: "If the Raw bit is set then the other
+				// bits are irrelevant": w*h pixels follow, whatever else
+				// the mask holds (even bits Hextile does not define).
 				b, ok := r.bytes(tw * th * BytesPerPixel)
 				if !ok {
 					return fmt.Errorf("%w: raw tile at %d,%d", ErrTruncated, tx, ty)
@@ -493,6 +518,10 @@ func decodeRect(r *reader, f *codec.Frame, rx, ry, rw, rh int) error {
 				// Neither colour carries over a Raw tile (E4).
 				st.bgValid, st.fgValid = false, false
 				continue
+			}
+			if mask > BackgroundSpecified|ForegroundSpecified|AnySubrects|SubrectsColoured {
+				// Bits 32 and up are not Hextile's (32 and 64 are zlibhex's).
+				return fmt.Errorf("%w: mask %#x at %d,%d", ErrSubencoding, mask, tx, ty)
 			}
 			if mask&ForegroundSpecified != 0 && mask&SubrectsColoured != 0 {
 				// Section 7.7.4: ForegroundSpecified requires
