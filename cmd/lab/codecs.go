@@ -5,42 +5,115 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"runtime"
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/codec/bench"
+	"github.com/nuvirahub/latencylab/lab"
+)
+
+// The README's codec table lies between these markers; -readme rewrites it.
+const (
+	codecsBegin = "<!-- codecs:begin (generated: go run ./cmd/lab codecs -readme) -->"
+	codecsEnd   = "<!-- codecs:end -->"
 )
 
 // codecs runs the codec benchmark (E9, E13): every case of the matrix
-// through every codec, a progress line per case, then the table.
+// through every codec, a progress line per case, then the reproduction rows
+// and the table; the report folder gets the JSON, the Markdown and plots.
 func codecs(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("codecs", flag.ContinueOnError)
 	fs.SetOutput(out)
 	iters := fs.Int("iters", 200, "timed encodes per case and codec (E9: 200)")
 	warmup := fs.Int("warmup", 20, "encodes run first and not counted (E9: 20)")
-	file := fs.String("o", "", "also write the table (Markdown) to this file")
+	dir := fs.String("out", "out/codecs", "report folder: codecs.json, codecs.md and the plots")
+	match := fs.String("run", "", "only the cases whose name matches this regular expression")
+	from := fs.String("from", "", "render the report from this codecs.json instead of running")
+	readme := fs.String("readme", "", "also rewrite the codec table of this README (e.g. README.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *iters < 1 || *warmup < 0 || fs.NArg() > 0 {
 		return fmt.Errorf("codecs: -iters must be at least 1 and -warmup not negative, no arguments")
 	}
-	cases, cds := bench.Cases(), bench.Codecs()
-	var results []bench.Result
-	start := time.Now()
-	for i, c := range cases {
-		for _, cd := range cds {
-			r, err := bench.Run(c, cd, *warmup, *iters)
-			if err != nil {
-				return err
-			}
-			results = append(results, r)
-		}
-		fmt.Fprintf(os.Stderr, "[%2d/%d] %-24s done (%.0f s so far)\n", i+1, len(cases), c.Name, time.Since(start).Seconds())
+	var rep *bench.Report
+	var err error
+	if *from != "" {
+		rep, err = bench.ReadReport(*from)
+	} else {
+		rep, err = runCodecs(*iters, *warmup, *match)
 	}
-	table := bench.Table(cases, cds, results)
-	fmt.Fprintf(out, "\n%d timed encodes per case after %d warm-up ones; median; the dirty-tile detector is inside every codec's time.\n\n%s", *iters, *warmup, table)
-	if *file != "" {
-		return os.WriteFile(*file, []byte(table), 0o644)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteReport(*dir, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%s\nReport: %s/%s (plots beside it)\n", bench.RowsTable(rep.Rows), *dir, bench.ReportMarkdown)
+	if *readme != "" {
+		return rewriteCodecTable(*readme, rep)
 	}
 	return nil
+}
+
+// runCodecs runs the matrix, printing progress with an estimate of what is
+// left (the full run takes about half an hour on 2 cores).
+func runCodecs(iters, warmup int, match string) (*bench.Report, error) {
+	re, err := regexp.Compile(match)
+	if err != nil {
+		return nil, fmt.Errorf("codecs: -run: %w", err)
+	}
+	rep := &bench.Report{
+		Schema: bench.ReportSchema, Iters: iters, Warmup: warmup, Started: time.Now(),
+		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+	}
+	for _, c := range bench.Cases() {
+		if re.MatchString(c.Name) {
+			rep.Cases = append(rep.Cases, c)
+		}
+	}
+	if len(rep.Cases) == 0 {
+		return nil, fmt.Errorf("codecs: no case matches %q", match)
+	}
+	cds := bench.Codecs()
+	for _, cd := range cds {
+		rep.Codecs = append(rep.Codecs, cd.Name)
+	}
+	start := time.Now()
+	for i, c := range rep.Cases {
+		for _, cd := range cds {
+			r, err := bench.Run(c, cd, warmup, iters)
+			if err != nil {
+				return nil, err
+			}
+			rep.Results = append(rep.Results, r)
+		}
+		if !c.Key {
+			rep.Detector = append(rep.Detector, bench.RunDetector(c, warmup, iters))
+		}
+		done := time.Since(start)
+		left := time.Duration(float64(done) / float64(i+1) * float64(len(rep.Cases)-i-1))
+		fmt.Fprintf(os.Stderr, "[%2d/%d] %-22s %4.0f s so far, about %s left\n", i+1, len(rep.Cases), c.Name, done.Seconds(), left.Round(time.Second))
+	}
+	rep.Wall = time.Since(start)
+	rep.Rows = bench.Reproduce(rep.Results, rep.Detector)
+	return rep, nil
+}
+
+// rewriteCodecTable puts the run's reproduction rows, with the command
+// that measured them, between the README's codec markers.
+func rewriteCodecTable(path string, rep *bench.Report) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	cmd := fmt.Sprintf("`go run ./cmd/lab codecs -iters %d -warmup %d`", rep.Iters, rep.Warmup)
+	table := fmt.Sprintf("Measured %s on %s (%s wall), %s:\n\n%s",
+		rep.Started.UTC().Format("2006-01-02"), rep.Machine, rep.Wall.Round(time.Second), cmd, bench.RowsTable(rep.Rows))
+	updated, err := lab.ReplaceBetween(string(doc), codecsBegin, codecsEnd, table)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(updated), 0o644)
 }
