@@ -23,7 +23,19 @@ type Network struct {
 	links    map[route]*Link
 	nextPort uint16
 	noRoute  Counter
+	gateway  Gateway
 	closed   bool
+}
+
+// Gateway takes the packets a Network cannot deliver itself: those that
+// leave their link and find no endpoint bound at their destination. It is
+// how a network reaches beyond itself, as a LAN reaches the internet through
+// its router (see package netem/nat).
+type Gateway interface {
+	// Forward takes ownership of p (and of p.Data). It is called from the
+	// delivering link's goroutine, one packet at a time per link, so it must
+	// not block: the link delivers nothing else until it returns.
+	Forward(p *Packet)
 }
 
 type route struct{ from, to netip.Addr }
@@ -160,6 +172,39 @@ func (n *Network) MustListen(addr string) *PacketConn {
 	return c
 }
 
+// SetGateway makes g the network's gateway; nil removes it. While a gateway
+// is set, packets for destinations with no endpoint go to it and are not
+// counted by NoRoute.
+func (n *Network) SetGateway(g Gateway) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.gateway = g
+}
+
+// Inject sends data into the network as if an endpoint at from had written it
+// to to, across the link from host from.Addr() to host to.Addr(), made
+// perfect on first use as for WriteTo. No endpoint need be bound at from: a
+// gateway uses it to bring in packets from beyond the network, whose source
+// is a remote address. The payload is copied. As with UDP, a destination
+// with no endpoint is not an error.
+func (n *Network) Inject(from, to netip.AddrPort, data []byte) error {
+	if !from.IsValid() || !to.IsValid() {
+		return fmt.Errorf("netem: inject %v -> %v: invalid address", from, to)
+	}
+	if len(data) > MaxDatagram {
+		return fmt.Errorf("netem: inject %v -> %v: message too long: %d bytes", from, to, len(data))
+	}
+	l, err := n.linkFor(from.Addr(), to.Addr())
+	if err != nil {
+		return fmt.Errorf("netem: inject %v -> %v: %w", from, to, err)
+	}
+	p := &Packet{Data: append([]byte(nil), data...), From: net.UDPAddrFromAddrPort(from), To: net.UDPAddrFromAddrPort(to)}
+	if err := l.Send(p); err != nil {
+		return fmt.Errorf("netem: inject %v -> %v: %w", from, to, net.ErrClosed)
+	}
+	return nil
+}
+
 // NoRoute counts packets that reached a destination with no endpoint.
 func (n *Network) NoRoute() Counter {
 	n.mu.Lock()
@@ -193,20 +238,29 @@ func (n *Network) Close() error {
 	return nil
 }
 
-// deliver hands a packet that left a link to its destination endpoint.
+// deliver hands a packet that left a link to its destination endpoint, or
+// to the gateway if there is none.
 func (n *Network) deliver(p *Packet) {
 	to, _ := p.To.(*net.UDPAddr)
 	var c *PacketConn
+	var g Gateway
 	if to != nil {
 		n.mu.Lock()
 		c = n.conns[to.AddrPort()]
 		if c == nil {
-			n.noRoute.add(p)
+			g = n.gateway
+			if g == nil {
+				n.noRoute.add(p)
+			}
 		}
 		n.mu.Unlock()
 	}
-	if c != nil {
+	switch {
+	case c != nil:
 		c.enqueue(p)
+	case g != nil:
+		// Outside the lock: the gateway sends on, possibly into this network.
+		g.Forward(p)
 	}
 }
 

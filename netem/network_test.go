@@ -166,3 +166,78 @@ func TestPacketConnReceiveBufferDropsWhenFull(t *testing.T) {
 		require.Error(t, c.SetReadBuffer(0))
 	})
 }
+
+// gatewayFunc adapts a function to Gateway for tests.
+type gatewayFunc func(*Packet)
+
+func (f gatewayFunc) Forward(p *Packet) { f(p) }
+
+func TestNetworkGatewayTakesUnroutablePackets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		a := n.MustListen("10.0.0.1:1")
+		b := n.MustListen("10.0.0.2:2")
+		var forwarded []*Packet
+		n.SetGateway(gatewayFunc(func(p *Packet) { forwarded = append(forwarded, p) }))
+
+		far := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("203.0.113.9:9"))
+		_, err := a.WriteTo([]byte("out"), far)
+		require.NoError(t, err)
+		_, err = a.WriteTo([]byte("in"), b.LocalAddr())
+		require.NoError(t, err)
+		synctest.Wait()
+
+		require.Len(t, forwarded, 1, "a bound destination is delivered, not forwarded")
+		require.Equal(t, "out", string(forwarded[0].Data))
+		require.Equal(t, a.LocalAddr().String(), forwarded[0].From.String())
+		require.Equal(t, far.String(), forwarded[0].To.String())
+		require.Equal(t, Counter{}, n.NoRoute(), "the gateway owns what it takes")
+		k, _, err := b.ReadFrom(make([]byte, 10))
+		require.NoError(t, err)
+		require.Equal(t, 2, k)
+
+		n.SetGateway(nil)
+		_, err = a.WriteTo([]byte("lost"), far)
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Len(t, forwarded, 1)
+		require.Equal(t, Counter{1, 4}, n.NoRoute(), "without a gateway the network counts it again")
+	})
+}
+
+func TestNetworkInjectUsesTheLinkFromTheClaimedSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		remote := netip.MustParseAddrPort("203.0.113.9:4000")
+		c := n.MustListen("10.0.0.1:1")
+		_, err := n.SetLink(remote.Addr(), netip.MustParseAddr("10.0.0.1"),
+			LinkConfig{Impairments: []Impairment{&Delay{Delay: 12 * time.Millisecond}}})
+		require.NoError(t, err)
+
+		start := time.Now()
+		msg := []byte("hello")
+		require.NoError(t, n.Inject(remote, netip.MustParseAddrPort("10.0.0.1:1"), msg))
+		msg[0] = 'X' // Inject copied the payload
+		buf := make([]byte, 10)
+		k, from, err := c.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, "hello", string(buf[:k]))
+		require.Equal(t, remote.String(), from.String(), "the source is whatever the injector claims")
+		require.Equal(t, 12*time.Millisecond, time.Since(start), "it crossed the link remote->host")
+		require.Equal(t, uint64(1), n.Link(remote.Addr(), netip.MustParseAddr("10.0.0.1")).Stats().Delivered.Packets)
+
+		// A host never seen before gets a perfect link on first use.
+		require.NoError(t, n.Inject(netip.MustParseAddrPort("198.51.100.1:7"), netip.MustParseAddrPort("10.0.0.1:1"), []byte("x")))
+		_, from, err = c.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, "198.51.100.1:7", from.String())
+		require.Equal(t, 12*time.Millisecond, time.Since(start))
+
+		require.ErrorContains(t, n.Inject(remote, netip.AddrPort{}, nil), "invalid address")
+		require.ErrorContains(t, n.Inject(remote, netip.MustParseAddrPort("10.0.0.1:1"), make([]byte, MaxDatagram+1)), "too long")
+		require.NoError(t, n.Close())
+		require.ErrorIs(t, n.Inject(remote, netip.MustParseAddrPort("10.0.0.1:1"), nil), net.ErrClosed)
+	})
+}
