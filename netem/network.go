@@ -24,6 +24,10 @@ type Network struct {
 	nextPort uint16
 	noRoute  Counter
 	gateway  Gateway
+	// hostOut and hostIn are the access links of hosts that have them
+	// (SetHostLinks): every packet from the host crosses its out link
+	// before the route's link, every packet to it its in link after.
+	hostOut, hostIn map[netip.Addr]*Link
 	closed   bool
 }
 
@@ -56,6 +60,8 @@ func NewNetwork(seed uint64) *Network {
 		epoch:    time.Now(),
 		conns:    map[netip.AddrPort]*PacketConn{},
 		links:    map[route]*Link{},
+		hostOut:  map[netip.Addr]*Link{},
+		hostIn:   map[netip.Addr]*Link{},
 		nextPort: 49152,
 	}
 }
@@ -76,7 +82,7 @@ func (n *Network) SetLink(from, to netip.Addr, cfg LinkConfig) (*Link, error) {
 	if cfg.Epoch.IsZero() {
 		cfg.Epoch = n.epoch
 	}
-	l, err := NewLink(cfg, n.deliver)
+	l, err := NewLink(cfg, n.arrive)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +117,7 @@ func (n *Network) linkFor(from, to netip.Addr) (*Link, error) {
 	if l != nil {
 		return l, nil
 	}
-	l, err := NewLink(LinkConfig{Name: from.String() + "->" + to.String(), Seed: n.seed, Epoch: n.epoch}, n.deliver)
+	l, err := NewLink(LinkConfig{Name: from.String() + "->" + to.String(), Seed: n.seed, Epoch: n.epoch}, n.arrive)
 	if err != nil {
 		return nil, err
 	}
@@ -194,13 +200,9 @@ func (n *Network) Inject(from, to netip.AddrPort, data []byte) error {
 	if len(data) > MaxDatagram {
 		return fmt.Errorf("netem: inject %v -> %v: message too long: %d bytes", from, to, len(data))
 	}
-	l, err := n.linkFor(from.Addr(), to.Addr())
-	if err != nil {
-		return fmt.Errorf("netem: inject %v -> %v: %w", from, to, err)
-	}
 	p := &Packet{Data: append([]byte(nil), data...), From: net.UDPAddrFromAddrPort(from), To: net.UDPAddrFromAddrPort(to)}
-	if err := l.Send(p); err != nil {
-		return fmt.Errorf("netem: inject %v -> %v: %w", from, to, net.ErrClosed)
+	if err := n.send(from.Addr(), to.Addr(), p); err != nil {
+		return fmt.Errorf("netem: inject %v -> %v: %w", from, to, err)
 	}
 	return nil
 }
@@ -220,8 +222,17 @@ func (n *Network) Close() error {
 		return nil
 	}
 	n.closed = true
-	links := make([]*Link, 0, len(n.links))
+	// Host out links first: they feed the route links, which feed the
+	// host in links; closing upstream first loses nothing more than
+	// closing at all does.
+	links := make([]*Link, 0, len(n.links)+len(n.hostOut)+len(n.hostIn))
+	for _, l := range n.hostOut {
+		links = append(links, l)
+	}
 	for _, l := range n.links {
+		links = append(links, l)
+	}
+	for _, l := range n.hostIn {
 		links = append(links, l)
 	}
 	conns := make([]*PacketConn, 0, len(n.conns))
@@ -236,6 +247,107 @@ func (n *Network) Close() error {
 		l.Close()
 	}
 	return nil
+}
+
+// send puts a packet on its way from host from to host to: through from's
+// out link when it has one, then the route's link. Errors are
+// net.ErrClosed once the network is closed.
+func (n *Network) send(from, to netip.Addr, p *Packet) error {
+	n.mu.Lock()
+	out := n.hostOut[from]
+	n.mu.Unlock()
+	if out != nil {
+		if err := out.Send(p); err != nil {
+			return net.ErrClosed
+		}
+		return nil
+	}
+	return n.route(from, to, p)
+}
+
+// route sends a packet across the link of its route.
+func (n *Network) route(from, to netip.Addr, p *Packet) error {
+	l, err := n.linkFor(from, to)
+	if err != nil {
+		return err
+	}
+	if err := l.Send(p); err != nil {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// leftHost is where a host's out link delivers: on to the route's link.
+func (n *Network) leftHost(p *Packet) {
+	from, _ := p.From.(*net.UDPAddr)
+	to, _ := p.To.(*net.UDPAddr)
+	if from == nil || to == nil {
+		return
+	}
+	// An error here means the network closed while the packet was on the
+	// host's link: it is lost with everything else in flight.
+	_ = n.route(from.AddrPort().Addr(), to.AddrPort().Addr(), p)
+}
+
+// arrive is where a route's link delivers: into the destination host's in
+// link when it has one, else to the endpoint.
+func (n *Network) arrive(p *Packet) {
+	if to, _ := p.To.(*net.UDPAddr); to != nil {
+		n.mu.Lock()
+		in := n.hostIn[to.AddrPort().Addr()]
+		n.mu.Unlock()
+		if in != nil {
+			_ = in.Send(p) // fails only once closed, like leftHost
+			return
+		}
+	}
+	n.deliver(p)
+}
+
+// SetHostLinks gives a host access links: out carries every packet the host
+// sends, whatever its destination, before the route's own link; in carries
+// every packet to the host after it. They model what all of a host's
+// traffic shares (a PC's access line, a site's uplink), which per-route
+// links cannot: one bottleneck queue, one loss process. Zero Name, Seed and
+// Epoch take "host/out" or "host/in", the network's seed and epoch. Links set
+// before are replaced (and closed).
+func (n *Network) SetHostLinks(host netip.Addr, out, in LinkConfig) (outLink, inLink *Link, err error) {
+	defaults := func(cfg *LinkConfig, dir string) {
+		if cfg.Name == "" {
+			cfg.Name = host.String() + "/" + dir
+		}
+		if cfg.Seed == 0 {
+			cfg.Seed = n.seed
+		}
+		if cfg.Epoch.IsZero() {
+			cfg.Epoch = n.epoch
+		}
+	}
+	defaults(&out, "out")
+	defaults(&in, "in")
+	if outLink, err = NewLink(out, n.leftHost); err != nil {
+		return nil, nil, fmt.Errorf("netem: %v out link: %w", host, err)
+	}
+	if inLink, err = NewLink(in, n.deliver); err != nil {
+		outLink.Close()
+		return nil, nil, fmt.Errorf("netem: %v in link: %w", host, err)
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		outLink.Close()
+		inLink.Close()
+		return nil, nil, net.ErrClosed
+	}
+	oldOut, oldIn := n.hostOut[host], n.hostIn[host]
+	n.hostOut[host], n.hostIn[host] = outLink, inLink
+	n.mu.Unlock()
+	for _, l := range []*Link{oldOut, oldIn} {
+		if l != nil {
+			l.Close()
+		}
+	}
+	return outLink, inLink, nil
 }
 
 // deliver hands a packet that left a link to its destination endpoint, or
@@ -342,13 +454,9 @@ func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if deadlinePassed(deadline) {
 		return 0, c.opError("write", errTimeout)
 	}
-	l, err := c.net.linkFor(c.local.Addr(), to.AddrPort().Addr())
-	if err != nil {
-		return 0, c.opError("write", err)
-	}
 	p := &Packet{Data: append([]byte(nil), b...), From: c.addr, To: to}
-	if err := l.Send(p); err != nil {
-		return 0, c.opError("write", net.ErrClosed)
+	if err := c.net.send(c.local.Addr(), to.AddrPort().Addr(), p); err != nil {
+		return 0, c.opError("write", err)
 	}
 	return len(b), nil
 }

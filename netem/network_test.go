@@ -241,3 +241,71 @@ func TestNetworkInjectUsesTheLinkFromTheClaimedSource(t *testing.T) {
 		require.ErrorIs(t, n.Inject(remote, netip.MustParseAddrPort("10.0.0.1:1"), nil), net.ErrClosed)
 	})
 }
+
+// A host's access links carry all of its traffic, whatever the
+// destination, in series with the route's own link: delays add up, and
+// two destinations share one bottleneck.
+func TestHostLinksCarryAllOfAHostsTraffic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		h, a := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+		// 1000-byte packets at 800 kbit/s: 10 ms each on the host's uplink.
+		out, in, err := n.SetHostLinks(h,
+			LinkConfig{Impairments: []Impairment{&Rate{Rate: 800_000}, &Delay{Delay: 20 * time.Millisecond}}},
+			LinkConfig{Impairments: []Impairment{&Delay{Delay: 7 * time.Millisecond}}})
+		require.NoError(t, err)
+		_, err = n.SetLink(h, a, LinkConfig{Impairments: []Impairment{&Delay{Delay: 5 * time.Millisecond}}})
+		require.NoError(t, err)
+		ch, ca, cb := n.MustListen("10.0.0.1:1"), n.MustListen("10.0.0.2:2"), n.MustListen("10.0.0.3:3")
+
+		start := time.Now()
+		pkt := make([]byte, 1000)
+		for range 2 { // to a, then to b: the second waits behind the first
+			_, err = ch.WriteTo(pkt, ca.LocalAddr())
+			require.NoError(t, err)
+			_, err = ch.WriteTo(pkt, cb.LocalAddr())
+			require.NoError(t, err)
+		}
+		arrivals := func(c *PacketConn) []time.Duration {
+			var at []time.Duration
+			buf := make([]byte, 2000)
+			for range 2 {
+				if _, _, err := c.ReadFrom(buf); err != nil {
+					return nil
+				}
+				at = append(at, time.Since(start))
+			}
+			return at
+		}
+		var atA, atB []time.Duration
+		done := make(chan struct{})
+		go func() { atB = arrivals(cb); close(done) }()
+		atA = arrivals(ca)
+		<-done
+		buf := make([]byte, 2000)
+		// Serialised in order on the shared uplink: 10, 20, 30, 40 ms,
+		// plus its 20 ms, plus a's route link's 5 ms.
+		require.Equal(t, []time.Duration{35 * time.Millisecond, 55 * time.Millisecond}, atA)
+		require.Equal(t, []time.Duration{40 * time.Millisecond, 60 * time.Millisecond}, atB)
+		require.Equal(t, uint64(4), out.Stats().Delivered.Packets)
+
+		// Inbound: the route's link, then the host's in link.
+		start = time.Now()
+		_, err = cb.WriteTo([]byte("hi"), ch.LocalAddr())
+		require.NoError(t, err)
+		_, from, err := ch.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Equal(t, cb.LocalAddr().String(), from.String())
+		require.Equal(t, 7*time.Millisecond, time.Since(start))
+		require.Equal(t, uint64(1), in.Stats().Delivered.Packets)
+
+		// Hosts without access links are untouched: a to b is instant.
+		start = time.Now()
+		_, err = ca.WriteTo([]byte("x"), cb.LocalAddr())
+		require.NoError(t, err)
+		_, _, err = cb.ReadFrom(buf)
+		require.NoError(t, err)
+		require.Zero(t, time.Since(start))
+	})
+}
