@@ -77,10 +77,8 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	if sc.Duration <= 0 {
 		return nil, fmt.Errorf("%w: duration %v is not positive", ErrScenario, sc.Duration)
 	}
-	switch sc.Path {
-	case "", "direct":
-	default:
-		return nil, fmt.Errorf("%w: path %q (only \"direct\"; relay and WebSocket come with issue 7)", ErrUnsupported, sc.Path)
+	if !sc.Path.Plain() {
+		return nil, fmt.Errorf("%w: path %+v (the two-site topology is being wired into the runner)", ErrUnsupported, sc.Path)
 	}
 	p := &plan{session: Session{Seed: sc.Seed, Duration: sc.Duration}}
 	traces := map[string]*netem.Trace{}

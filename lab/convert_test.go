@@ -251,7 +251,7 @@ func TestConvertErrors(t *testing.T) {
 		want   error
 		says   string
 	}{
-		{"relay", func(s *scenarios.Scenario) { s.Path = "relay" }, ErrUnsupported, `path "relay"`},
+		{"relay", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "relay"} }, ErrUnsupported, `Connect:relay`},
 		{"unknown controller", func(s *scenarios.Scenario) { s.Controller.Kind = "bbr" }, ErrUnsupported, `controller kind "bbr"`},
 		{"abr refuses", func(s *scenarios.Scenario) {
 			s.Controller = scenarios.Controller{Kind: "abr", Min: 5_000_000, Max: 1_000_000}

@@ -385,7 +385,7 @@ func (d *decoder) integer(n *yaml.Node, p fpath, lo int64, expected, hint string
 // The format's mappings, one function each, in the order of FORMAT.md.
 
 func (d *decoder) scenario(root *yaml.Node) *Scenario {
-	s := &Scenario{File: d.file, Path: PathDirect}
+	s := &Scenario{File: d.file}
 	p := fpath{}
 	d.where[""] = loc{"", root}
 	o := d.object(root, p, "scenario")
@@ -461,7 +461,7 @@ func (d *decoder) scenario(root *yaml.Node) *Scenario {
 		}
 	}
 	if n := o.get("path"); n != nil {
-		s.Path = d.str(n, p.key("path"), "a path: "+list(Paths))
+		s.Path = d.path(n, p.key("path"))
 	}
 	if n := o.get("expect"); n != nil {
 		nodes, paths := d.items(n, p.key("expect"), "a list of expectations like [{measure: latency.median, max: 150ms}]")
@@ -1068,4 +1068,38 @@ func (d *decoder) value(n *yaml.Node, p fpath, m Measurement) (float64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// path is either one word, the strategy (path: relay), or a mapping.
+func (d *decoder) path(n *yaml.Node, p fpath) Path {
+	if r := resolve(n); r.Kind == yaml.ScalarNode {
+		return Path{Connect: d.str(n, p, "a strategy: "+list(Paths)+", or a mapping with keys "+list(objects["path"]))}
+	}
+	var out Path
+	o := d.object(n, p, "path")
+	if o == nil {
+		return out
+	}
+	if v := o.get("connect"); v != nil {
+		out.Connect = d.str(v, p.key("connect"), "a strategy: "+list(Paths))
+	}
+	if v := o.get("agent_nat"); v != nil {
+		out.AgentNAT = d.str(v, p.key("agent_nat"), "a router: "+list(NATs))
+	}
+	if v := o.get("viewer_nat"); v != nil {
+		out.ViewerNAT = d.str(v, p.key("viewer_nat"), "a router: "+list(NATs))
+	}
+	if v := o.get("same_router"); v != nil {
+		out.SameRouter = d.boolean(v, p.key("same_router"))
+	}
+	if v := o.get("relay_delay"); v != nil {
+		out.RelayDelay, _ = d.dur(v, p.key("relay_delay"))
+	}
+	if v := o.get("ignore_lan_candidates"); v != nil {
+		out.IgnoreLANCandidates = d.boolean(v, p.key("ignore_lan_candidates"))
+	}
+	if v := o.get("force_relay"); v != nil {
+		out.ForceRelay = d.boolean(v, p.key("force_relay"))
+	}
+	return out
 }

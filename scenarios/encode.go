@@ -119,8 +119,8 @@ func (s *Scenario) MarshalYAML() (any, error) {
 	if len(sw.Content) > 0 {
 		m.add("switches", sw.Node)
 	}
-	if s.Path != "" {
-		m.add("path", str(s.Path))
+	if pm := encodePath(s.Path); pm != nil {
+		m.add("path", pm)
 	}
 	if len(s.Expect) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
@@ -452,3 +452,37 @@ func fmtValue(m Measurement, v float64) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// encodePath writes a path as one word when only the strategy is set, as a
+// mapping otherwise, and not at all when it is the default.
+func encodePath(p Path) *yaml.Node {
+	if p == (Path{Connect: p.Connect}) {
+		if p.Connect == "" {
+			return nil
+		}
+		return str(p.Connect)
+	}
+	pm := mapping()
+	if p.Connect != "" {
+		pm.add("connect", str(p.Connect))
+	}
+	if p.AgentNAT != "" {
+		pm.add("agent_nat", str(p.AgentNAT))
+	}
+	if p.ViewerNAT != "" {
+		pm.add("viewer_nat", str(p.ViewerNAT))
+	}
+	if p.SameRouter {
+		pm.add("same_router", boolean(true))
+	}
+	if p.RelayDelay != 0 {
+		pm.add("relay_delay", dur(p.RelayDelay))
+	}
+	if p.IgnoreLANCandidates {
+		pm.add("ignore_lan_candidates", boolean(true))
+	}
+	if p.ForceRelay {
+		pm.add("force_relay", boolean(true))
+	}
+	return pm.Node
+}

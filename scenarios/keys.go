@@ -34,6 +34,8 @@ var objects = map[string][]string{
 		"old_restart_on_bitrate_change", "old_abr_total_latency", "old_abr_ignores_utilisation",
 		"old_abr_single_peaks"},
 	"expectation": {"measure", "min", "max", "from", "to"},
+	"path": {"connect", "agent_nat", "viewer_nat", "same_router", "relay_delay",
+		"ignore_lan_candidates", "force_relay"},
 }
 
 // required lists the keys a mapping must have (after the defaults are

@@ -28,21 +28,22 @@ var JitterDistributions = []string{"uniform", "normal", "pareto-normal"}
 // the delay-based part of Google Congestion Control.
 var ControllerKinds = []string{"fixed", "steps", "abr", "gcc"}
 
-// Paths are the transports a scenario can ask for today.
-var Paths = []string{"direct"}
+// Paths are the connection strategies of path.connect (or of path written
+// as one word): direct, hole punching alone; auto, direct then the relay
+// then the WebSocket tunnel; relay and websocket force that step.
+var Paths = []string{"direct", "auto", "relay", "websocket"}
 
-// PathDirect is the only path today, and the one a scenario without path
-// gets.
+// PathDirect is the strategy a scenario without path gets.
 const PathDirect = "direct"
+
+// NATs are the routers a PC can sit behind: none (a public address) and the
+// classic presets of netem/nat, named by their RFC 4787 behaviours in
+// FORMAT.md.
+var NATs = []string{"none", "full-cone", "restricted-cone", "port-restricted-cone", "symmetric"}
 
 // later are names that are planned but not built yet: a scenario naming one
 // gets an error that says where it comes from rather than "unknown".
-var later = map[string]map[string]string{
-	"path": {
-		"relay":     "issue 7 (paths: relay, WebSocket tunnel, NAT and connection strategy)",
-		"websocket": "issue 7 (paths: relay, WebSocket tunnel, NAT and connection strategy)",
-	},
-}
+var later = map[string]map[string]string{}
 
 // findingID matches the IDs of ../shared/FINDINGS.md: N1-N20 (the network
 // and pipeline write-up) and E1-E14 (the codec experiments).

@@ -110,7 +110,8 @@ func TestEveryKey(t *testing.T) {
 		Switches: Switches{OldWaitForFrame: true, OldCaptureFirst: true, OldShowEveryFrame: true,
 			OldRestartOnBitrateChange: true, OldABRTotalLatency: true, OldABRIgnoresUtilisation: true,
 			OldABRSinglePeaks: true},
-		Path: "direct",
+		Path: Path{Connect: "auto", AgentNAT: "symmetric", ViewerNAT: "full-cone", RelayDelay: 2500 * time.Microsecond,
+			IgnoreLANCandidates: true, ForceRelay: true},
 		Expect: []Expectation{
 			{Measure: "latency.median", Max: ptr(0.150), From: 5 * time.Second, Line: expectLines[0]},
 			{Measure: "latency.p95", Min: ptr(0.020), Max: ptr(1.5), From: time.Second, To: 10 * time.Second, Line: expectLines[1]},
@@ -160,7 +161,7 @@ func TestForms(t *testing.T) {
 	}{
 		{"defaults of a bare scenario", "", func(t *testing.T, s *Scenario) {
 			require.Equal(t, &Scenario{File: "f.yaml", Name: "t", Description: "d", Duration: 20 * time.Second,
-				Path: "direct", Controller: Controller{Kind: "fixed"}}, s)
+				Controller: Controller{Kind: "fixed"}}, s)
 		}},
 		{"refine off, convert cpu", "agent: {refine: off, convert: cpu}", func(t *testing.T, s *Scenario) {
 			require.Equal(t, Agent{NoRefine: true, ConvertOnCPU: true}, s.Agent)

@@ -39,7 +39,7 @@ type Scenario struct {
 	Clocks     Clocks
 	Controller Controller
 	Switches   Switches
-	Path       string
+	Path       Path
 	Expect     []Expectation
 }
 
@@ -305,4 +305,37 @@ func LookupMeasurement(name string) (Measurement, bool) {
 		}
 	}
 	return Measurement{}, false
+}
+
+// Path is how the two PCs reach each other (N17-N19, E14). Its zero value,
+// like `path: direct`, is the plain set-up: the two PCs joined by the
+// network's links alone, no routers, no broker, no relay. Anything else
+// builds the two-site topology (each PC on its own LAN, behind a router
+// when it has a NAT, a broker and a relay on the internet) and puts the
+// scenario's network on the viewer's access links, whichever path the
+// packets take.
+type Path struct {
+	// Connect is the strategy: "direct" (hole punching only), "auto"
+	// (direct, then the relay, then the WebSocket tunnel), or "relay" or
+	// "websocket" to force that step.
+	Connect string
+	// AgentNAT and ViewerNAT are each PC's router: "none" (a public
+	// address) or a NAT preset (NATs).
+	AgentNAT, ViewerNAT string
+	// SameRouter puts both PCs on one LAN behind the agent's router.
+	SameRouter bool
+	// RelayDelay is the one-way delay of each leg between a site and the
+	// relay.
+	RelayDelay time.Duration
+	// IgnoreLANCandidates and ForceRelay are EvertyDesk's debug switches
+	// (E14): never try the PCs' LAN addresses; go through the relay.
+	IgnoreLANCandidates, ForceRelay bool
+}
+
+// Plain reports whether the path is the plain link between the PCs (no
+// topology).
+func (p Path) Plain() bool {
+	return (p.Connect == "" || p.Connect == PathDirect) && (p.AgentNAT == "" || p.AgentNAT == "none") &&
+		(p.ViewerNAT == "" || p.ViewerNAT == "none") && !p.SameRouter && p.RelayDelay == 0 &&
+		!p.IgnoreLANCandidates && !p.ForceRelay
 }

@@ -49,11 +49,7 @@ func validate(s *Scenario, rep reporter) {
 	v.clock("clocks.viewer", s.Clocks.Viewer)
 	v.controller()
 	v.switches()
-	if s.Path != "" {
-		if msg := checkName(s.Path, "path", "path", Paths); msg != "" {
-			rep("path", nil, msg)
-		}
-	}
+	v.path()
 	v.expectations()
 }
 
@@ -629,3 +625,32 @@ func orList(names []string) string {
 
 // idx writes a list index: "[2]".
 func idx(i int) string { return "[" + itoa(i) + "]" }
+
+func (v validator) path() {
+	p := v.s.Path
+	field := "path.connect"
+	if p.Connect != "" {
+		if msg := checkName(p.Connect, "strategy", "path", Paths); msg != "" {
+			v.rep(field, nil, msg)
+		}
+	}
+	for _, n := range []struct{ field, value string }{{"path.agent_nat", p.AgentNAT}, {"path.viewer_nat", p.ViewerNAT}} {
+		if n.value != "" {
+			if msg := checkName(n.value, "router", "nat", NATs); msg != "" {
+				v.rep(n.field, nil, msg)
+			}
+		}
+	}
+	if p.RelayDelay < 0 {
+		v.errf("path.relay_delay", nil, "negative delay %v: expected a delay like 2.5ms", p.RelayDelay)
+	}
+	if p.SameRouter && p.ViewerNAT != "" && p.ViewerNAT != "none" {
+		v.errf("path.viewer_nat", []string{"path.same_router"}, "the viewer is behind the agent's router when same_router is set: leave viewer_nat out")
+	}
+	if p.SameRouter && (p.AgentNAT == "" || p.AgentNAT == "none") {
+		v.errf("path.same_router", []string{"path.agent_nat"}, "same_router needs the router: set agent_nat (the LAN's router), e.g. port-restricted-cone")
+	}
+	if p.ForceRelay && (p.Connect == "direct" || p.Connect == "websocket") {
+		v.errf("path.force_relay", []string{"path.connect"}, "force_relay with connect %s: the switch steers the auto strategy; use connect: auto or relay", p.Connect)
+	}
+}
