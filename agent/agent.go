@@ -22,6 +22,10 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/capture"
 	"github.com/nuvirahub/latencylab/agent/encoder"
+	// The lossless encoders register their presets ("lossless-tile", ...):
+	// linked here, every preset a configuration can name is one the agent
+	// can build.
+	_ "github.com/nuvirahub/latencylab/agent/encoder/lossless"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/clock"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
@@ -150,7 +154,7 @@ func New(cfg Config) (*Agent, error) {
 	for _, hc := range cfg.Hardware {
 		hc.Device = capCfg.Device // a hardware encoder shares the GPU device (N6)
 		hc.Bitrate = startBps
-		e, err := encoder.New(cfg.Seed, hc)
+		e, err := encoder.Make(cfg.Seed, hc)
 		if err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
@@ -163,7 +167,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	sw.Bitrate = startBps
-	fallback, err := encoder.New(cfg.Seed, sw)
+	fallback, err := encoder.Make(cfg.Seed, sw)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}

@@ -5,8 +5,13 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nuvirahub/latencylab/agent/encoder"
+	// The lossless encoders register their presets with agent/encoder:
+	// linked here, the presets below include them wherever scenarios is
+	// used.
+	"github.com/nuvirahub/latencylab/agent/encoder/lossless"
 )
 
 // The names a scenario may use. They live here, beside the loader that
@@ -73,6 +78,10 @@ func SoftwarePresets() []string { return presetsWhere(false) }
 
 // HardwarePresets lists the presets that model a GPU encoder.
 func HardwarePresets() []string { return presetsWhere(true) }
+
+// isLossless tells whether a software preset is one of the real lossless
+// codecs, whose encode time and bitrate are not the scenario's to set.
+func isLossless(preset string) bool { return strings.HasPrefix(preset, lossless.PresetPrefix) }
 
 func presetsWhere(hardware bool) []string {
 	var out []string

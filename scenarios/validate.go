@@ -348,6 +348,16 @@ func (v validator) agent() {
 		}
 	}
 	v.dist("agent.encode_time", a.EncodeTime)
+	if isLossless(a.Encoder) {
+		// A real codec's encode time is a model of its measured
+		// throughput, and it has no bitrate to restart on (N16).
+		if a.EncodeTime != nil {
+			v.errf("agent.encode_time", []string{"agent.encoder"}, "encode_time does not apply to %s: a lossless encoder's encode time comes from its codec's measured throughput", a.Encoder)
+		}
+		if v.s.Switches.OldRestartOnBitrateChange {
+			v.errf("switches.old_restart_on_bitrate_change", []string{"agent.encoder"}, "old_restart_on_bitrate_change does not apply to %s: a lossless encoder has no rate control to restart", a.Encoder)
+		}
+	}
 	for i, h := range a.Hardware {
 		f := "agent.hardware" + idx(i)
 		switch {

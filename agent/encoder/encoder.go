@@ -8,7 +8,9 @@
 // The H.264 model has no pixels: it turns what the screen model says changed
 // (area and detail) and the target bitrate into frame sizes, encode times and
 // a quality figure. Its rate and quality model is described on H264. Real
-// codecs that can run here are meant to sit behind the same interface.
+// codecs that can run here sit behind the same interface: their packages
+// register presets by name (Register; agent/encoder/lossless for the
+// lossless screen codecs), and Make builds whichever encoder a preset names.
 package encoder
 
 import (

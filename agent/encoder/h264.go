@@ -176,10 +176,16 @@ type H264 struct {
 var _ Encoder = (*H264)(nil)
 
 // New makes an H.264 encoder model of cfg whose random draws come from
-// sources seeded by seed and cfg.Name. The encoder starts closed.
+// sources seeded by seed and cfg.Name. The encoder starts closed. A
+// registered preset's name is refused: Make builds those.
 func New(seed uint64, cfg Config) (*H264, error) {
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
+	}
+	if _, ok := factory(cfg.Name); ok {
+		// An H.264 model under a registered encoder's name would pass for
+		// that encoder in every report.
+		return nil, fmt.Errorf("%w: %s is a registered encoder, not an H.264 model: build it with Make", ErrConfig, cfg.Name)
 	}
 	cfg.EncodeTime = cfg.EncodeTime.Or(dist.Constant(DefaultEncodeTime))
 	cfg.Reconfigure = cfg.Reconfigure.Or(DefaultReconfigure)

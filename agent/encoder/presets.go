@@ -36,9 +36,10 @@ var presets = map[string]Config{
 	PresetNVENC:       {Name: PresetNVENC, Hardware: true, EncodeTime: dist.Constant(3 * time.Millisecond)},
 }
 
-// PresetNames lists the presets, sorted.
+// PresetNames lists the presets, sorted: the H.264 model's above and those
+// registered by the packages the program links (Register).
 func PresetNames() []string {
-	names := make([]string, 0, len(presets))
+	names := registeredNames()
 	for n := range presets {
 		names = append(names, n)
 	}
@@ -48,8 +49,12 @@ func PresetNames() []string {
 
 // Preset returns the configuration of a named preset, to adjust (a Device
 // for the hardware ones, Absent, a starting Bitrate, the old switches) before
-// New.
+// Make. A registered preset's configuration is its name only: its own
+// package holds the rest.
 func Preset(name string) (Config, error) {
+	if _, ok := factory(name); ok {
+		return Config{Name: name}, nil
+	}
 	cfg, ok := presets[name]
 	if !ok {
 		return Config{}, fmt.Errorf("%w: unknown preset %q (have %v)", ErrConfig, name, PresetNames())
