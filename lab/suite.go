@@ -108,13 +108,16 @@ func ReproductionTable(findings []Finding, entries []SuiteEntry) string {
 			}
 		}
 		if len(lab) == 0 {
-			next := "a later issue"
-			if is, ok := pendingIssue[f.ID]; ok {
-				next = "issue " + is
-			} else if strings.HasPrefix(f.ID, "E") {
-				next = "issue 6 (codec lab)"
+			switch is, ok := pendingIssue[f.ID]; {
+			case ok:
+				lab = append(lab, "— not yet in a scenario: issue "+is)
+			case strings.HasPrefix(f.ID, "E"):
+				// The codec experiments are benchmarks, not sessions.
+				lab = append(lab, "— a benchmark, not a scenario: the codec lab's table below")
+				cmds = append(cmds, "`go run ./cmd/lab codecs`")
+			default:
+				lab = append(lab, "— not yet in a scenario: a later issue")
 			}
-			lab = append(lab, "— not yet in a scenario: "+next)
 		}
 		documented := f.Figures
 		if documented == "" || documented == "—" {

@@ -28,7 +28,7 @@ type Network struct {
 	// (SetHostLinks): every packet from the host crosses its out link
 	// before the route's link, every packet to it its in link after.
 	hostOut, hostIn map[netip.Addr]*Link
-	closed   bool
+	closed          bool
 }
 
 // Gateway takes the packets a Network cannot deliver itself: those that

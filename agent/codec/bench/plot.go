@@ -38,9 +38,19 @@ var (
 )
 
 // addCodecLines adds one line per codec; x(c) places a case on the x axis
-// and keeps it when ok.
+// and keeps it when ok. A panel left without a point (a run of some cases
+// only, -run) says so instead of drawing log axes over nothing, which
+// gonum's log ticks refuse.
 func addCodecLines(p *plot.Plot, rep *Report, m metric, pick func(Case) (x float64, ok bool)) error {
 	l := newLookup(rep.Results)
+	drawn := false
+	defer func() {
+		if !drawn {
+			p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
+			p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
+			p.Title.Text += " (no case in this run)"
+		}
+	}()
 	for _, cd := range rep.Codecs {
 		var xys plotter.XYs
 		for _, c := range rep.Cases {
@@ -63,6 +73,7 @@ func addCodecLines(p *plot.Plot, rep *Report, m metric, pick func(Case) (x float
 		if err != nil {
 			return err
 		}
+		drawn = true
 		st := codecStyle[cd]
 		if st.colour == nil {
 			st.colour, st.shape = color.Black, draw.RingGlyph{}

@@ -31,16 +31,16 @@ func TestMergeKeyframeIsOneRectangle(t *testing.T) {
 func TestMergeJoinsRunsAndColumns(t *testing.T) {
 	T := codec.TileSize
 	tiles := []codec.Rect{
-		rc(0, 0, T, T), rc(T, 0, T, T), rc(3 * T, 0, T, T), // a run of two, a single
-		rc(0, T, T, T), rc(T, T, T, T), rc(3 * T, T, T, T), rc(4 * T, T, T, T), // the run of two grows down; the single does not match a run of two
-		rc(T, 2 * T, T, T), // a new single
+		rc(0, 0, T, T), rc(T, 0, T, T), rc(3*T, 0, T, T), // a run of two, a single
+		rc(0, T, T, T), rc(T, T, T, T), rc(3*T, T, T, T), rc(4*T, T, T, T), // the run of two grows down; the single does not match a run of two
+		rc(T, 2*T, T, T), // a new single
 	}
 	got := Merge(tiles, nil)
 	require.Equal(t, []codec.Rect{
-		rc(0, 0, 2 * T, 2 * T),
-		rc(3 * T, 0, T, T),
-		rc(3 * T, T, 2 * T, T),
-		rc(T, 2 * T, T, T),
+		rc(0, 0, 2*T, 2*T),
+		rc(3*T, 0, T, T),
+		rc(3*T, T, 2*T, T),
+		rc(T, 2*T, T, T),
 	}, got)
 }
 
