@@ -20,6 +20,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
 	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/nat"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -77,10 +78,14 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	if sc.Duration <= 0 {
 		return nil, fmt.Errorf("%w: duration %v is not positive", ErrScenario, sc.Duration)
 	}
-	if !sc.Path.Plain() {
-		return nil, fmt.Errorf("%w: path %+v (the two-site topology is being wired into the runner)", ErrUnsupported, sc.Path)
-	}
 	p := &plan{session: Session{Seed: sc.Seed, Duration: sc.Duration}}
+	if !sc.Path.Plain() {
+		path, err := convertPath(sc.Path)
+		if err != nil {
+			return nil, err
+		}
+		p.session.Path = path
+	}
 	traces := map[string]*netem.Trace{}
 	var err error
 	s := &p.session
@@ -637,4 +642,39 @@ func convertDist(field string, d *scenarios.Dist) (dist.Duration, error) {
 		return dist.Duration{}, fmt.Errorf("%w: %s: %w", ErrScenario, field, err)
 	}
 	return out, nil
+}
+
+// natPresets are the routers a scenario names (scenarios.NATs).
+var natPresets = map[string]nat.Config{
+	"full-cone":            nat.FullCone,
+	"restricted-cone":      nat.RestrictedCone,
+	"port-restricted-cone": nat.PortRestrictedCone,
+	"symmetric":            nat.Symmetric,
+}
+
+// convertPath turns a scenario's path into the session's topology.
+func convertPath(sp scenarios.Path) (*Path, error) {
+	router := func(field, name string) (*nat.Config, error) {
+		if name == "" || name == "none" {
+			return nil, nil
+		}
+		c, ok := natPresets[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: path.%s: unknown router %q", ErrScenario, field, name)
+		}
+		return &c, nil
+	}
+	p := &Path{Connect: sp.Connect, SameRouter: sp.SameRouter, RelayDelay: sp.RelayDelay,
+		IgnoreLANCandidates: sp.IgnoreLANCandidates, ForceRelay: sp.ForceRelay}
+	var err error
+	if p.AgentNAT, err = router("agent_nat", sp.AgentNAT); err != nil {
+		return nil, err
+	}
+	if p.ViewerNAT, err = router("viewer_nat", sp.ViewerNAT); err != nil {
+		return nil, err
+	}
+	if _, err := p.only(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -251,7 +251,8 @@ func TestConvertErrors(t *testing.T) {
 		want   error
 		says   string
 	}{
-		{"relay", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "relay"} }, ErrUnsupported, `Connect:relay`},
+		{"strategy", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "carrier-pigeon"} }, ErrUnsupported, `path strategy "carrier-pigeon"`},
+		{"router", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "auto", ViewerNAT: "cgnat"} }, ErrScenario, `path.viewer_nat: unknown router "cgnat"`},
 		{"unknown controller", func(s *scenarios.Scenario) { s.Controller.Kind = "bbr" }, ErrUnsupported, `controller kind "bbr"`},
 		{"abr refuses", func(s *scenarios.Scenario) {
 			s.Controller = scenarios.Controller{Kind: "abr", Min: 5_000_000, Max: 1_000_000}

@@ -51,6 +51,9 @@ func (r *ScenarioResult) Measure(name string, from, to time.Duration) (float64, 
 	if _, ok := scenarios.LookupMeasurement(name); !ok {
 		return 0, fmt.Errorf("%w %q", ErrUnknownMeasure, name)
 	}
+	if v, ok, err := r.measurePath(name); ok {
+		return v, err
+	}
 	from, to, err := r.resolve(from, to)
 	if err != nil {
 		return 0, err
@@ -474,4 +477,41 @@ func (r *ScenarioResult) timeUntil(from, to time.Duration, name string, good fun
 		}
 	}
 	return 0, fmt.Errorf("%w: no second of [%v, %v) meets it", ErrNoData, from, to)
+}
+
+// measurePath computes the path measurements, which describe how the
+// session connected rather than a window of it; ok is false for any other
+// name.
+func (r *ScenarioResult) measurePath(name string) (v float64, ok bool, err error) {
+	kind, isPath := strings.CutPrefix(name, "path.")
+	if !isPath && name != "connect.time" && name != "first-frame" {
+		return 0, false, nil
+	}
+	if r.Path == nil {
+		return 0, true, fmt.Errorf("%w: %s: the scenario has no path (the plain link)", ErrNoData, name)
+	}
+	switch {
+	case isPath:
+		if r.Path.Path == kind {
+			return 1, true, nil
+		}
+		return 0, true, nil
+	case name == "connect.time":
+		return r.Path.Connect.Seconds(), true, nil
+	}
+	// first-frame: the agent starts at time zero, whenever QUIC came up
+	// before it; the user waits for the connection, then for the first
+	// frame's display after the start.
+	for _, f := range r.Frames {
+		if f.WasDisplayed() {
+			first := f.Displayed
+			for _, g := range r.Frames {
+				if g.WasDisplayed() && g.Displayed < first {
+					first = g.Displayed
+				}
+			}
+			return (r.Path.Connect + first).Seconds(), true, nil
+		}
+	}
+	return 0, true, fmt.Errorf("%w: first-frame: no frame displayed", ErrNoData)
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,13 +248,36 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 	r := handmade()
 	for _, m := range scenarios.Measurements {
 		_, err := r.Measure(m.Name, 0, 0)
-		if m.Name == "time-to-full-use" {
-			// The handmade video never uses 90% of its link: the check
-			// must fail saying so, not pass with a made-up time.
-			require.ErrorIs(t, err, ErrNoData)
+		if m.Name == "time-to-full-use" || m.Name == "connect.time" || m.Name == "first-frame" || strings.HasPrefix(m.Name, "path.") {
+			// The handmade video never uses 90% of its link, and has no
+			// path: the check must fail saying so, not pass with a
+			// made-up figure.
+			require.ErrorIs(t, err, ErrNoData, m.Name)
 			continue
 		}
 		require.NoError(t, err, m.Name)
+	}
+	r.Path = &PathRecord{Path: "relay", Connect: 250 * ms}
+	for _, m := range scenarios.Measurements {
+		if m.Name == "connect.time" || m.Name == "first-frame" || strings.HasPrefix(m.Name, "path.") {
+			_, err := r.Measure(m.Name, 0, 0)
+			require.NoError(t, err, m.Name)
+		}
+	}
+}
+
+func TestPathMeasurements(t *testing.T) {
+	r := handmade()
+	r.Path = &PathRecord{Path: "websocket", Connect: 3100 * ms}
+	for name, want := range map[string]float64{
+		"path.websocket": 1, "path.relay": 0, "path.direct-lan": 0, "path.direct-public": 0,
+		"connect.time": 3.1,
+		// The first frame is displayed 20 ms after time zero.
+		"first-frame": 3.12,
+	} {
+		v, err := r.Measure(name, 0, 0)
+		require.NoError(t, err, name)
+		require.InDelta(t, want, v, 1e-9, name)
 	}
 }
 

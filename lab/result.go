@@ -73,6 +73,45 @@ type ScenarioResult struct {
 	Summary Summary `json:"summary"`
 	// Checks are the scenario's expectations, evaluated.
 	Checks []Check `json:"checks"`
+	// Path is how the PCs connected, for a scenario with a path (N17-N19).
+	Path *PathRecord `json:"path,omitempty"`
+}
+
+// PathRecord is how a session with a path connected.
+type PathRecord struct {
+	// Path is the viewer's path ("direct-lan", "direct-public", "relay",
+	// "websocket"), AgentPath the agent's leg.
+	Path      string `json:"path"`
+	AgentPath string `json:"agent_path"`
+	// Connect is from the viewer's first attempt to its QUIC connection.
+	Connect time.Duration `json:"connect_ns"`
+	// Steps are the viewer's attempts in order.
+	Steps []StepRecord `json:"steps"`
+}
+
+// StepRecord is one connection attempt. Start counts from the first
+// attempt's start.
+type StepRecord struct {
+	Path     string        `json:"path"`
+	Start    time.Duration `json:"start_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// newPathRecord turns a session's connection into its record.
+func newPathRecord(pr *PathResult) *PathRecord {
+	if pr == nil {
+		return nil
+	}
+	rec := &PathRecord{Path: string(pr.Path), AgentPath: string(pr.AgentPath), Connect: pr.Connect, Steps: []StepRecord{}}
+	for _, st := range pr.Steps {
+		sr := StepRecord{Path: string(st.Path), Start: st.Start.Sub(pr.Steps[0].Start), Duration: st.Duration()}
+		if st.Err != nil {
+			sr.Error = st.Err.Error()
+		}
+		rec.Steps = append(rec.Steps, sr)
+	}
+	return rec
 }
 
 // ProbeAttempt is one encoder the agent's start-up probe tried (N5).
@@ -324,6 +363,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 		Targets:         make([]TargetRecord, 0, len(res.Targets)),
 		Series:          []Point{},
 		Checks:          []Check{},
+		Path:            newPathRecord(res.Path),
 	}
 	if r.Network.Up == nil {
 		r.Network.Up = []PhaseInfo{}

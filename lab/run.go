@@ -14,6 +14,11 @@ import (
 // one a few hundred; time zero stays put whatever it took.
 const HandshakeLead = 2 * time.Second
 
+// PathLead is HandshakeLead for a scenario with a path: connecting may
+// fall back through the direct attempt (1 s to register, 2 s to punch),
+// the relay (2 s) and the WebSocket tunnel (5 s) before QUIC is up.
+const PathLead = 12 * time.Second
+
 // Run runs a scenario and measures it: it turns the scenario into a
 // session (network timelines per direction, screen, agent, viewer, clocks,
 // controller, switches), runs it with RunSessionContext, and evaluates the
@@ -34,6 +39,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario) (*ScenarioResult, error) {
 		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
 	}
 	p.session.Lead = HandshakeLead
+	if p.session.Path != nil {
+		p.session.Lead = PathLead
+	}
 	p.session.SampleEvery = DefaultSampleEvery
 	res, err := RunSessionContext(ctx, p.session)
 	if res == nil {

@@ -84,6 +84,10 @@ type Session struct {
 	// SampleEvery, when positive, samples the links' counters from time
 	// zero every SampleEvery and at the end (Result.Samples).
 	SampleEvery time.Duration
+	// Path, when set, puts the PCs in the two-site topology and connects
+	// them by its strategy (N17-N19); Uplink and Downlink are then the
+	// viewer's access links. Nil is the plain link between the two.
+	Path *Path
 }
 
 // Sample is the links' counters at one instant of the run.
@@ -128,6 +132,9 @@ type Result struct {
 	// Targets lists the controller's bitrate each time it changed, the
 	// first when the agent started.
 	Targets []Target
+	// Path is how the PCs connected when the session had a Path; nil for
+	// the plain link.
+	Path *PathResult
 }
 
 // Displayed returns the frames the viewer displayed.
@@ -181,40 +188,29 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	if s.Lead < 0 || s.SampleEvery < 0 {
 		return nil, fmt.Errorf("lab: negative lead %v or sampling period %v", s.Lead, s.SampleEvery)
 	}
-	n := netem.NewNetwork(s.Seed)
-	defer n.Close()
 	// With a Lead the links count from time zero, which lies in the
 	// future; without one they count from the network's creation.
 	var zero, epoch time.Time
 	if s.Lead > 0 {
-		zero = n.Epoch().Add(s.Lead)
+		zero = time.Now().Add(s.Lead)
 		epoch = zero
-	}
-	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline})
-	if err != nil {
-		return nil, fmt.Errorf("lab: uplink: %w", err)
-	}
-	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline})
-	if err != nil {
-		return nil, fmt.Errorf("lab: downlink: %w", err)
-	}
-	agentConn, err := n.Listen(AgentAddr)
-	if err != nil {
-		return nil, err
-	}
-	viewerConn, err := n.Listen(ViewerAddr)
-	if err != nil {
-		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dialed := time.Now()
-	pair, err := quicpair.Open(ctx, agentConn, viewerConn, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
+	var conn *opened
+	var err error
+	if s.Path != nil {
+		conn, err = openTopology(ctx, s, epoch)
+	} else {
+		conn, err = openPlain(ctx, s, epoch)
 	}
-	defer pair.Close()
+	if err != nil {
+		return nil, err
+	}
+	defer conn.close()
 	handshake := time.Since(dialed)
+	up, down := conn.up, conn.down
 
 	if zero.IsZero() {
 		zero = time.Now()
@@ -262,7 +258,7 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	var samples []Sample
 	sample := func() {
 		if s.SampleEvery > 0 {
-			samples = append(samples, Sample{At: time.Now(), Uplink: up.Stats(), Downlink: down.Stats()})
+			samples = append(samples, Sample{At: time.Now(), Uplink: statsOf(up), Downlink: statsOf(down)})
 		}
 	}
 	sample()
@@ -270,8 +266,8 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	var agentErr, viewerErr error
 	session, stop := context.WithCancel(context.Background())
 	defer stop()
-	wg.Go(func() { agentErr = ag.Run(session, pair.Server) })
-	wg.Go(func() { viewerErr = vw.Run(session, pair.Client) })
+	wg.Go(func() { agentErr = ag.Run(session, conn.agent) })
+	wg.Go(func() { viewerErr = vw.Run(session, conn.viewer) })
 	// The samples are taken here, between the waits for the end, rather
 	// than by a goroutine of their own: the last one is then certainly
 	// taken at the end instant, before the session stops.
@@ -305,14 +301,15 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 		Viewer:    vw.Counters(),
 		Probe:     ag.Probe(),
 		Reports:   ag.Reports(),
-		Uplink:    up.Stats(),
-		Downlink:  down.Stats(),
+		Uplink:    statsOf(up),
+		Downlink:  statsOf(down),
 		Start:     start,
 		End:       stopped,
 		Handshake: handshake,
 		Late:      late,
 		Samples:   samples,
 		Targets:   targets.changes(),
+		Path:      conn.path,
 	}, interrupted
 }
 
@@ -367,4 +364,39 @@ func (r *targetRecorder) changes() []Target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.log)
+}
+
+// openPlain is the plain set-up: the two PCs on one network, joined by the
+// session's links, QUIC straight between them.
+func openPlain(ctx context.Context, s Session, epoch time.Time) (_ *opened, err error) {
+	n := netem.NewNetwork(s.Seed)
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline})
+	if err != nil {
+		return nil, fmt.Errorf("lab: uplink: %w", err)
+	}
+	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline})
+	if err != nil {
+		return nil, fmt.Errorf("lab: downlink: %w", err)
+	}
+	agentConn, err := n.Listen(AgentAddr)
+	if err != nil {
+		return nil, err
+	}
+	viewerConn, err := n.Listen(ViewerAddr)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := quicpair.Open(ctx, agentConn, viewerConn, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	return &opened{agent: pair.Server, viewer: pair.Client, up: up, down: down, close: func() {
+		pair.Close()
+		n.Close()
+	}}, nil
 }

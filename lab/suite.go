@@ -72,8 +72,7 @@ func SummaryTable(entries []SuiteEntry) string {
 // covers yet.
 var pendingIssue = map[string]string{
 	"N2": "8 (reports)", "N9": "5 (ABR)", "N10": "5 (ABR)", "N11": "10 (congestion control)",
-	"N12": "5 (ABR)", "N13": "5 (ABR)", "N14": "5 (ABR)", "N17": "7 (paths)", "N18": "7 (paths)",
-	"N19": "7 (paths)", "E14": "7 (paths)",
+	"N12": "5 (ABR)", "N13": "5 (ABR)", "N14": "5 (ABR)",
 }
 
 // ReproductionTable is the README's reproduction table, made from a suite

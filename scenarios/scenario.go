@@ -295,6 +295,12 @@ var Measurements = []Measurement{
 	{"recovery", UnitDuration, "longest time after a network phase change until the latency median of a second is back within 20% of its level before"},
 	{"time-to-low-latency", UnitDuration, "from the window's start, until the first second whose latency median is under 100 ms (N2's threshold)"},
 	{"time-to-full-use", UnitDuration, "from the window's start, until the first second in which the video uses at least 90% of the downlink's capacity"},
+	{"connect.time", UnitDuration, "from the viewer's first connection attempt to its QUIC connection (sessions with a path; not windowed)"},
+	{"first-frame", UnitDuration, "connect.time plus the first displayed frame's display instant after time zero: what a user waits for the picture (sessions with a path; not windowed)"},
+	{"path.direct-lan", UnitCount, "1 when the session went straight between the PCs' LAN addresses, else 0 (sessions with a path)"},
+	{"path.direct-public", UnitCount, "1 when it went between public addresses through punched holes, else 0"},
+	{"path.relay", UnitCount, "1 when the viewer reached the relay over UDP, else 0"},
+	{"path.websocket", UnitCount, "1 when the viewer reached the relay in the WebSocket tunnel, else 0"},
 }
 
 // LookupMeasurement finds a measurement by name.
