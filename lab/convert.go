@@ -79,7 +79,14 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 		return nil, fmt.Errorf("%w: duration %v is not positive", ErrScenario, sc.Duration)
 	}
 	p := &plan{session: Session{Seed: sc.Seed, Duration: sc.Duration}}
-	if !sc.Path.Plain() {
+	if sc.Path.Plain() {
+		// The plain link has no fallback: QUIC could never connect.
+		for dir, phases := range map[string][]scenarios.Phase{"up": sc.Network.Up, "down": sc.Network.Down} {
+			if len(phases) > 0 && phases[0].At == 0 && phases[0].BlockUDP {
+				return nil, fmt.Errorf("%w: network.%s[0].block_udp: UDP is blocked from the start and the plain path has no fallback: give the scenario a path (path: auto) so that the PCs can reach each other in the WebSocket tunnel", ErrScenario, dir)
+			}
+		}
+	} else {
 		path, err := convertPath(sc.Path)
 		if err != nil {
 			return nil, err

@@ -252,6 +252,9 @@ func TestConvertErrors(t *testing.T) {
 		says   string
 	}{
 		{"strategy", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "carrier-pigeon"} }, ErrUnsupported, `path strategy "carrier-pigeon"`},
+		{"blocked plain", func(s *scenarios.Scenario) {
+			s.Network.Up = []scenarios.Phase{{BlockUDP: true}}
+		}, ErrScenario, "network.up[0].block_udp: UDP is blocked from the start and the plain path has no fallback"},
 		{"router", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "auto", ViewerNAT: "cgnat"} }, ErrScenario, `path.viewer_nat: unknown router "cgnat"`},
 		{"unknown controller", func(s *scenarios.Scenario) { s.Controller.Kind = "bbr" }, ErrUnsupported, `controller kind "bbr"`},
 		{"abr refuses", func(s *scenarios.Scenario) {
