@@ -1,0 +1,147 @@
+// Package jobs runs the lab's sessions in bulk for the reports: every
+// scenario of a set, under each of several configurations (variants), for
+// each of several seeds, each session in its own testing/synctest bubble,
+// as many at once as there are cores, with a progress line.
+//
+// Virtual time needs a bubble, and only a test can make one
+// (synctest.Test takes a *testing.T), so Run takes the *testing.T of the
+// job's entry point: the nightly, compare and sweep commands are go test
+// runs of this package's entry points (built with the "jobs" tag), which
+// cmd/lab starts for the user.
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Variant is a configuration: a label and the change it makes to a
+// scenario (nil changes nothing: the scenario as written).
+type Variant struct {
+	Label string
+	Apply func(*scenarios.Scenario) error
+}
+
+// Plan is a batch of sessions: every scenario under every variant for every
+// seed.
+type Plan struct {
+	Scenarios []*scenarios.Scenario
+	Variants  []Variant
+	// Seeds replace each scenario's own seed; none keeps it.
+	Seeds []uint64
+	// Parallel bounds the sessions run at once; 0 is GOMAXPROCS.
+	Parallel int
+	// Progress, when set, gets a line per finished session with the count
+	// done, the time left, and the virtual seconds run per wall second.
+	Progress io.Writer
+}
+
+// Session is one session's outcome.
+type Session struct {
+	Variant  string
+	Scenario string
+	Seed     uint64
+	Result   *lab.ScenarioResult
+	// Err is why there is no result, or why it is incomplete; Skipped
+	// says the scenario needs ../shared and it is absent.
+	Err     error
+	Skipped bool
+	Wall    time.Duration
+}
+
+// Run runs the plan and returns every session, in the plan's order
+// (variant, scenario, seed). A variant that refuses a scenario is that
+// session's error; the others run.
+func Run(t *testing.T, p Plan) []Session {
+	t.Helper()
+	variants := p.Variants
+	if len(variants) == 0 {
+		variants = []Variant{{Label: "as written"}}
+	}
+	type job struct {
+		i  int
+		sc *scenarios.Scenario
+	}
+	var out []Session
+	var jobs []job
+	for _, v := range variants {
+		for _, base := range p.Scenarios {
+			seeds := p.Seeds
+			if len(seeds) == 0 {
+				seeds = []uint64{base.Seed}
+			}
+			for _, seed := range seeds {
+				s := Session{Variant: v.Label, Scenario: base.Name, Seed: seed}
+				sc := *base
+				sc.Seed = seed
+				if v.Apply != nil {
+					if err := v.Apply(&sc); err != nil {
+						s.Err = fmt.Errorf("variant %s: %w", v.Label, err)
+						out = append(out, s)
+						continue
+					}
+				}
+				out = append(out, s)
+				jobs = append(jobs, job{len(out) - 1, &sc})
+			}
+		}
+	}
+	workers := p.Parallel
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var (
+		mu      sync.Mutex
+		done    int
+		virtual time.Duration
+	)
+	start := time.Now()
+	queue := make(chan job)
+	// One subtest per worker: each runs its sessions one after the other,
+	// each in a bubble of its own; the workers run in parallel.
+	t.Run("sessions", func(t *testing.T) {
+		for w := range workers {
+			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
+				t.Parallel()
+				for j := range queue {
+					s := &out[j.i]
+					began := time.Now()
+					synctest.Test(t, func(t *testing.T) {
+						s.Result, s.Err = lab.Run(t.Context(), j.sc)
+					})
+					s.Wall = time.Since(began)
+					s.Skipped = errors.Is(s.Err, lab.ErrSharedAbsent)
+					mu.Lock()
+					done++
+					virtual += j.sc.Duration
+					if p.Progress != nil {
+						el := time.Since(start)
+						left := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
+						fmt.Fprintf(p.Progress, "[%*d/%d] %-12s %-28s seed %-6d %5.2f s wall; %.0fx real time, about %s left\n",
+							len(fmt.Sprint(len(jobs))), done, len(jobs), s.Variant, s.Scenario, s.Seed, s.Wall.Seconds(),
+							virtual.Seconds()/el.Seconds(), left.Round(time.Second))
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		// The feeder runs beside the parallel workers, which start only
+		// once this function returns: it must not block it.
+		go func() {
+			for _, j := range jobs {
+				queue <- j
+			}
+			close(queue)
+		}()
+	})
+	return out
+}

@@ -1,0 +1,72 @@
+package jobs
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+func library(t *testing.T, names ...string) []*scenarios.Scenario {
+	t.Helper()
+	lib, err := scenarios.Library()
+	require.NoError(t, err)
+	var out []*scenarios.Scenario
+	for _, n := range names {
+		for _, sc := range lib {
+			if sc.Name == n {
+				short := *sc
+				short.Duration = 2 * time.Second
+				short.Expect = nil
+				out = append(out, &short)
+			}
+		}
+	}
+	require.Len(t, out, len(names))
+	return out
+}
+
+// Every scenario under every variant and seed runs once, in the plan's
+// order; a variant's change reaches the session, and a variant that
+// refuses a scenario fails that session only.
+func TestRunRunsThePlan(t *testing.T) {
+	var progress bytes.Buffer
+	sessions := Run(t, Plan{
+		Scenarios: library(t, "lan-animation", "pipeline-encoder-first-old"),
+		Variants: []Variant{
+			{Label: "base"},
+			{Label: "busy", Apply: func(sc *scenarios.Scenario) error {
+				if sc.Name == "pipeline-encoder-first-old" {
+					return errors.New("not this one")
+				}
+				sc.Agent.Encoder = "busy-pc"
+				return nil
+			}},
+		},
+		Seeds:    []uint64{1, 2},
+		Parallel: 2,
+		Progress: &progress,
+	})
+	require.Len(t, sessions, 8)
+	var order []string
+	for _, s := range sessions {
+		order = append(order, s.Variant+"/"+s.Scenario)
+	}
+	require.Equal(t, "base/lan-animation", order[0])
+	require.Equal(t, "busy/pipeline-encoder-first-old", order[7])
+	require.Equal(t, uint64(2), sessions[1].Seed)
+	for _, s := range sessions[:6] {
+		require.NoError(t, s.Err, "%s/%s", s.Variant, s.Scenario)
+		require.Equal(t, s.Seed, s.Result.Seed)
+	}
+	require.ErrorContains(t, sessions[6].Err, "variant busy: not this one")
+	base, busy := sessions[0].Result.Summary.Latency.Median, sessions[4].Result.Summary.Latency.Median
+	require.Greater(t, busy, base+100*time.Millisecond, "the busy PC's 130 ms encodes show")
+	require.Equal(t, 6, strings.Count(progress.String(), "\n"), "a progress line per session run")
+	require.Contains(t, progress.String(), "x real time")
+}
