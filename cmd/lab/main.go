@@ -15,6 +15,12 @@ const usage = `usage: lab <command> [flags]
 commands:
   demo    QUIC bulk transfer through the real-time impairment proxy on loopback
   codecs  the codec benchmark: tile XOR+zstd vs Hextile vs ZRLE (E1-E13)
+  report  render result JSONs (make suite) as report.md and report.html with plots
+  sweep   an ABR parameter sweep over scenarios, or one shard of it (-shard i/n)
+  sweep-merge  merge a sharded sweep's part files into its table, Pareto plots and report
+  nightly the library with several seeds against testdata/baselines; fails on a regression
+  accept  run the nightly and write its runs as the new baseline (testdata/baselines)
+  compare one scenario, a group or the library under two configurations: report, plots, verdict
 
 Run "lab <command> -h" for a command's flags.
 `
@@ -30,6 +36,16 @@ func main() {
 		err = demo(os.Args[2:], os.Stdout)
 	case "codecs":
 		err = codecs(os.Args[2:], os.Stdout)
+	case "report":
+		err = report(os.Args[2:], os.Stdout)
+	case "sweep":
+		err = sweepCmd(os.Args[2:], os.Stdout, os.Stderr)
+	case "sweep-merge":
+		err = sweepMerge(os.Args[2:], os.Stdout)
+	case "nightly", "accept":
+		err = nightlyCmd(os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
+	case "compare":
+		err = compareCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

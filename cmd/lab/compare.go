@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nuvirahub/latencylab/reports/jobs"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// compareCmd runs one scenario, a group or the library under two
+// configurations and writes a report with plots and a verdict; like the
+// nightly it runs under go test (reports/jobs/nightly_job_test.go).
+func compareCmd(args []string, stdout, stderr io.Writer) error {
+	goArgs, err := compareCommand(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return goTest("compare", goArgs, stdout, stderr)
+}
+
+// abrKeys are the settings of the ABR's rule.
+func abrKeys() []string {
+	var out []string
+	for _, k := range jobs.SettingKeys() {
+		if k != "encoder" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// compareCommand checks compare's flags and returns go's arguments.
+func compareCommand(args []string, stderr io.Writer) ([]string, error) {
+	j := newJobFlags("compare", `usage: lab compare -a CONFIG -b CONFIG [-scenario NAMES | -group GROUP] [flags]
+
+Runs scenarios under two configurations with the same seeds and judges B
+against A as the nightly judges new runs against the baseline: per scenario
+and metric, both sides with their intervals, the difference with its
+bootstrap interval, the Kolmogorov-Smirnov test, plots, and a verdict. A
+configuration is a name, key=value settings, or a name then settings, e.g.
+old-abr,hold=2s or threshold=80ms,decrease=25%. Names:
+
+`+configHelp()+`
+Settings: the ABR's `+strings.Join(abrKeys(), ", ")+`, with units
+(threshold=80ms, decrease=25%); encoder=PRESET, a software encoder preset.
+
+Without -scenario or -group the whole library runs (a configuration that
+does not apply to a scenario leaves it out, saying why).
+
+flags:
+`, stderr)
+	j.fs.String("a", jobs.AsWritten, "configuration A, the reference")
+	j.fs.String("b", "", "configuration B, judged against A")
+	j.fs.String("scenario", "", "scenarios of the library, comma-separated")
+	j.fs.String("group", "", "a group of the library: "+strings.Join(scenarios.Groups, ", "))
+	j.fs.String("seeds", "", "seeds, comma-separated (default 1,2,3)")
+	j.path("out", "", "the report's folder (default out/compare)")
+	j.fs.String("parallel", "0", "sessions at once; 0 is every core")
+	jobArgs, err := j.parse(args, func(get func(string) string) error {
+		if get("b") == "" {
+			return errors.New("no -b: give the configuration to compare with -a, e.g. -b old-pipeline")
+		}
+		for _, side := range []string{"a", "b"} {
+			if _, err := jobs.ParseConfig(get(side)); err != nil {
+				return fmt.Errorf("-%s: %w", side, err)
+			}
+		}
+		if err := checkSeeds(get("seeds")); err != nil {
+			return err
+		}
+		return checkSelection(get("group"), get("scenario"))
+	})
+	if err != nil {
+		return nil, err
+	}
+	// -a's default is as-written: pass it on even when not given, so the
+	// job does not depend on its own default.
+	if !j.given("a") {
+		jobArgs = append([]string{"-a=" + jobs.AsWritten}, jobArgs...)
+	}
+	return jobCommand("compare", "TestCompare", jobArgs)
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/nuvirahub/latencylab/reports/jobs"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// nightlyCmd runs the nightly regression run (lab nightly) or accepts its
+// runs as the new baseline (lab accept). The sessions need
+// testing/synctest bubbles, which only a test can make, so it starts the
+// job's entry point with go test (reports/jobs/nightly_job_test.go) and
+// streams its progress and report; go test's exit status is the nightly's.
+func nightlyCmd(name string, args []string, stdout, stderr io.Writer) error {
+	goArgs, err := nightlyCommand(name, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed: asking for it is no failure
+	}
+	if err != nil {
+		return err
+	}
+	return goTest(name, goArgs, stdout, stderr)
+}
+
+// jobFlags is a job's flag set: the flags are checked here, so that a typo
+// fails at once rather than after a build, then handed to the job as
+// given, paths made absolute (go test runs in reports/jobs).
+type jobFlags struct {
+	fs    *flag.FlagSet
+	paths []string // flags holding paths
+}
+
+func newJobFlags(name, usage string, stderr io.Writer) *jobFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return &jobFlags{fs: fs}
+}
+
+func (j *jobFlags) path(name, value, usage string) {
+	j.fs.String(name, value, usage)
+	j.paths = append(j.paths, name)
+}
+
+// parse parses args, checks them with check, and writes back the flags
+// given on the command line as the job's arguments.
+func (j *jobFlags) parse(args []string, check func(get func(string) string) error) ([]string, error) {
+	if err := j.fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if j.fs.NArg() > 0 {
+		return nil, fmt.Errorf("%s: unexpected argument %q", j.fs.Name(), j.fs.Arg(0))
+	}
+	get := func(name string) string { return j.fs.Lookup(name).Value.String() }
+	if err := check(get); err != nil {
+		return nil, fmt.Errorf("%s: %w", j.fs.Name(), err)
+	}
+	var out []string
+	var err error
+	j.fs.Visit(func(f *flag.Flag) {
+		v := f.Value.String()
+		for _, p := range j.paths {
+			if p == f.Name && v != "" {
+				if v, err = filepath.Abs(v); err != nil {
+					return
+				}
+			}
+		}
+		out = append(out, "-"+f.Name+"="+v)
+	})
+	return out, err
+}
+
+// given tells whether the flag was on the command line.
+func (j *jobFlags) given(name string) bool {
+	found := false
+	j.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// checkSelection checks -group and -scenario against the library.
+func checkSelection(group, scenario string) error {
+	var names []string
+	for _, n := range strings.Split(scenario, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	_, err := jobs.Select(group, names)
+	return err
+}
+
+func checkSeeds(s string) error {
+	if s == "" {
+		return nil
+	}
+	_, err := jobs.ParseSeeds(s)
+	return err
+}
+
+func configHelp() string {
+	var b strings.Builder
+	for _, n := range jobs.NamedConfigs {
+		fmt.Fprintf(&b, "  %-21s %s\n", n.Name, n.Doc)
+	}
+	return b.String()
+}
+
+// nightlyCommand checks the flags of lab nightly or lab accept and returns
+// go's arguments.
+func nightlyCommand(name string, args []string, stderr io.Writer) ([]string, error) {
+	accept := name == "accept"
+	var usage string
+	if accept {
+		usage = `usage: lab accept [flags]
+
+Runs the nightly (the library as written, every seed) and writes its runs'
+evidence as the new baseline in testdata/baselines, to be committed: after
+an intended change, or to guard an improvement. With -group or -scenario it
+replaces only those scenarios' baselines.
+
+flags:
+`
+	} else {
+		usage = `usage: lab nightly [flags]
+
+Runs the scenario library with several seeds, compares every scenario with
+its baseline (testdata/baselines), writes report.md and report.html, and
+exits non-zero on a regression or a failed session, listing each with its
+evidence. A regression needs both: the bootstrap interval of the difference
+(runs resampled, then frames) excludes 0, and the difference reaches the
+practical minimum (latency: max(2 ms, 5%)). -variant runs a configuration
+against the baseline instead of the code as written:
+
+` + configHelp() + `
+flags:
+`
+	}
+	j := newJobFlags(name, usage, stderr)
+	j.fs.String("seeds", "", "seeds, comma-separated (default 1,2,3, the baseline's)")
+	j.path("baseline", "", "the baselines' folder (default testdata/baselines)")
+	j.path("out", "", "the report's folder (default out/nightly)")
+	j.fs.String("group", "", "run one group of the library: "+strings.Join(scenarios.Groups, ", "))
+	j.fs.String("scenario", "", "run these scenarios of the library, comma-separated")
+	j.fs.String("parallel", "0", "sessions at once; 0 is every core")
+	if !accept {
+		j.fs.String("variant", jobs.AsWritten, "the configuration to run against the baseline: a name above, key=value settings, or both")
+	}
+	jobArgs, err := j.parse(args, func(get func(string) string) error {
+		if err := checkSeeds(get("seeds")); err != nil {
+			return err
+		}
+		if !accept {
+			if _, err := jobs.ParseConfig(get("variant")); err != nil {
+				return err
+			}
+		}
+		return checkSelection(get("group"), get("scenario"))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if accept {
+		jobArgs = append(jobArgs, "-accept")
+	}
+	return jobCommand(name, "TestNightly", jobArgs)
+}
+
+// jobCommand is go's arguments to run test of reports/jobs with the job's
+// arguments.
+func jobCommand(name, test string, jobArgs []string) ([]string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, fmt.Errorf("%s: not inside the latencylab module: lab %s runs its sessions from the module's source under go test; run it from the checkout", name, name)
+	}
+	// -timeout 0: the library with many seeds runs longer than go test's
+	// ten minutes on a small machine.
+	return append([]string{"test", "-C", filepath.Join(root, "reports", "jobs"), "-tags", "jobs",
+		"-run", "^" + test + "$", "-count=1", "-timeout", "0", "-args"}, jobArgs...), nil
+}
+
+// goTest runs go with args, its output streamed.
+func goTest(name string, args []string, stdout, stderr io.Writer) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("%s: the go command is not on PATH (%w): the lab runs its sessions under go test, "+
+			"since virtual time needs testing/synctest; install Go 1.26 or add it to PATH", name, err)
+	}
+	cmd := exec.Command(goBin, args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return fmt.Errorf("%s: go test failed (%w): the regressions, failed sessions or build errors are above", name, err)
+		}
+		return fmt.Errorf("%s: go test: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/reports"
+	"github.com/nuvirahub/latencylab/reports/plots"
+	"github.com/nuvirahub/latencylab/reports/render"
+)
+
+// report renders result files (make suite's folder, or any of its JSON
+// files) as one document: a summary table and a latency CDF of every
+// scenario, then per scenario its checks, latency and bitrate over time
+// and where a frame's time goes. Nothing is run: a report of yesterday's
+// results reads the same today.
+func report(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(out)
+	dir := fs.String("out", "out/report", "report folder: report.md, report.html and the plots")
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: lab report [-out DIR] RESULT.json|FOLDER...")
+		fmt.Fprintln(out, "\nRenders lab results (schema "+lab.ResultSchema+", as make suite writes them) as report.md and report.html.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("report: name result files or folders of them (make suite writes out/results)")
+	}
+	files, err := resultFiles(fs.Args())
+	if err != nil {
+		return err
+	}
+	var entries []reportEntry
+	for _, f := range files {
+		r, err := reports.ReadResult(f)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		entries = append(entries, reportEntry{file: f, result: r})
+	}
+	label(entries)
+	doc, err := reportDoc(entries, fs.Args())
+	if err != nil {
+		return err
+	}
+	if err := render.Write(*dir, "report", doc); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Fprintf(out, "Report: %s (and report.md, plots beside it), %d results\n", filepath.Join(*dir, "report.html"), len(entries))
+	return nil
+}
+
+// reportEntry is one result file and the name the report gives it.
+type reportEntry struct {
+	file   string
+	result *lab.ScenarioResult
+	label  string // the scenario, or scenario (file) when two share it
+	slug   string // the label as a file name, unique
+}
+
+// resultFiles expands folders into their JSON files, in name order, and
+// keeps named files as given; a folder without any is an error, since a
+// report of nothing is most likely a wrong path.
+func resultFiles(args []string) ([]string, error) {
+	var files []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		if !st.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		found, err := filepath.Glob(filepath.Join(a, "*.json"))
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("report: %s: no .json result in this folder", a)
+		}
+		slices.Sort(found)
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+// label names each entry by its scenario; runs of one scenario from
+// several files (seeds, variants) are told apart by their file.
+func label(entries []reportEntry) {
+	count := map[string]int{}
+	for _, e := range entries {
+		count[e.result.Scenario]++
+	}
+	slugs := map[string]bool{}
+	for i := range entries {
+		e := &entries[i]
+		e.label = e.result.Scenario
+		if e.label == "" {
+			e.label = strings.TrimSuffix(filepath.Base(e.file), ".json")
+		} else if count[e.label] > 1 {
+			e.label += " (" + filepath.Base(e.file) + ")"
+		}
+		base := slug(e.label)
+		e.slug = base
+		for n := 2; slugs[e.slug]; n++ {
+			e.slug = fmt.Sprintf("%s-%d", base, n)
+		}
+		slugs[e.slug] = true
+	}
+}
+
+// slug keeps letters, digits, dots and dashes, so a label makes a file
+// name that needs no quoting anywhere.
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_'
+		if !ok {
+			if !dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = true
+			continue
+		}
+		b.WriteRune(r)
+		dash = false
+	}
+	out := strings.Trim(b.String(), "-.")
+	if out == "" {
+		return "result"
+	}
+	return out
+}
+
+// reportDoc builds the document: the summary first, a section per result
+// in the order given.
+func reportDoc(entries []reportEntry, sources []string) (*render.Doc, error) {
+	passed := 0
+	for _, e := range entries {
+		if e.result.Passed() {
+			passed++
+		}
+	}
+	doc := &render.Doc{
+		Title: "Latency lab report",
+		Intro: []string{
+			fmt.Sprintf("%d results: %d passed every check, %d failed at least one.", len(entries), passed, len(entries)-passed),
+			"Rendered by `lab report` from " + strings.Join(quoteAll(sources), ", ") + ". " +
+				"Latencies are true capture-to-display times of the frames displayed.",
+		},
+	}
+	summary := render.Section{Heading: "Summary", Tables: []render.Table{summaryTable(entries)}}
+	var series []plots.Series
+	for _, e := range entries {
+		var v []float64
+		for _, f := range e.result.Frames {
+			if f.WasDisplayed() {
+				v = append(v, f.Latency.Seconds())
+			}
+		}
+		series = append(series, plots.Series{Label: e.label, Values: v})
+	}
+	cdf, err := plots.LatencyCDF("Latency of every scenario", series)
+	if err != nil {
+		return nil, fmt.Errorf("report: latency CDF: %w", err)
+	}
+	summary.Figures = append(summary.Figures, render.Figure{
+		Name: "latency-cdf.png", PNG: cdf,
+		Caption: "Cumulative distribution of each scenario's latency over its displayed frames; dotted lines at the median and the 95th percentile.",
+	})
+	doc.Sections = append(doc.Sections, summary)
+	for _, e := range entries {
+		s, err := scenarioSection(e)
+		if err != nil {
+			return nil, err
+		}
+		doc.Sections = append(doc.Sections, s)
+	}
+	return doc, nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = "`" + s + "`"
+	}
+	return out
+}
+
+// summaryTable has a row per result: the figures a reader scans first.
+func summaryTable(entries []reportEntry) render.Table {
+	t := render.Table{
+		Caption: "Summary: true latency of displayed frames, frames displayed per second, freezes (pauses over the freeze threshold) and the scenario's checks",
+		Header:  []string{"scenario", "median latency (ms)", "p95 latency (ms)", "fps", "freezes", "longest pause (ms)", "checks"},
+	}
+	for _, e := range entries {
+		s := e.result.Summary
+		t.Rows = append(t.Rows, []string{
+			e.label, millis(s.Latency.Median), millis(s.Latency.P95), fmt.Sprintf("%.1f", s.FPS),
+			fmt.Sprint(len(s.Freezes)), millis(s.FreezeLongest), checksCell(e.result),
+		})
+	}
+	return t
+}
+
+func millis(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()*1e3) }
+
+// checksCell says how many checks passed; a failure is strong, so it
+// stands out in a long table.
+func checksCell(r *lab.ScenarioResult) string {
+	pass := 0
+	for _, c := range r.Checks {
+		if c.Pass {
+			pass++
+		}
+	}
+	switch {
+	case len(r.Checks) == 0:
+		return "none"
+	case pass == len(r.Checks):
+		return fmt.Sprintf("%d/%d pass", pass, len(r.Checks))
+	default:
+		return fmt.Sprintf("**%d/%d FAIL**", len(r.Checks)-pass, len(r.Checks))
+	}
+}
+
+// scenarioSection is one result: what it is, its checks and its plots.
+func scenarioSection(e reportEntry) (render.Section, error) {
+	r := e.result
+	s := render.Section{Heading: e.label}
+	if r.Description != "" {
+		s.Paragraphs = append(s.Paragraphs, r.Description)
+	}
+	facts := fmt.Sprintf("From `%s`: scenario file `%s`, seed %d, ran %v of %v, encoder %s.", e.file, r.File, r.Seed, r.Ran, r.Duration, r.Encoder)
+	if r.Interrupted != "" {
+		facts += " **Interrupted:** " + r.Interrupted + "."
+	}
+	s.Paragraphs = append(s.Paragraphs, facts)
+	if len(r.Network.Down) > 0 {
+		var phases []string
+		for _, ph := range r.Network.Down {
+			phases = append(phases, fmt.Sprintf("from %v: %s", ph.At, ph.Description))
+		}
+		s.Paragraphs = append(s.Paragraphs, "Downlink: "+strings.Join(phases, "; ")+".")
+	}
+	if len(r.Checks) > 0 {
+		t := render.Table{Caption: "Checks", Header: []string{"check", "result"}}
+		for _, c := range r.Checks {
+			result := "pass"
+			if !c.Pass {
+				result = "**FAIL**"
+			}
+			// The result has its own column, where a failure stands out.
+			check := strings.TrimSuffix(strings.TrimSuffix(c.String(), ": pass"), ": FAIL")
+			t.Rows = append(t.Rows, []string{check, result})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	one := map[string]*lab.ScenarioResult{e.label: r}
+	over, err := plots.LatencyOverTime(e.label, one)
+	if err != nil {
+		return s, fmt.Errorf("report: %s: %w", e.file, err)
+	}
+	stages, err := plots.StageBreakdown(e.label+": where a frame's time goes", one)
+	if err != nil {
+		return s, fmt.Errorf("report: %s: %w", e.file, err)
+	}
+	s.Figures = append(s.Figures,
+		render.Figure{Name: e.slug + "-latency.png", PNG: over,
+			Caption: fmt.Sprintf("%s: median latency per %v bucket (above); downlink capacity, target bitrate and video sent (below); dotted lines at the downlink's phase changes.", e.label, r.SampleEvery)},
+		render.Figure{Name: e.slug + "-stages.png", PNG: stages,
+			Caption: fmt.Sprintf("%s: median of each stage over the displayed frames (capture to end of encode, to sent, to arrived, to displayed); the dot is the median latency.", e.label)},
+	)
+	return s, nil
+}

@@ -1,0 +1,434 @@
+// Package sweep owns the ABR parameter sweep of the reports (issue 8): a
+// grid over the ABR's parameters (finding N10: threshold, decrease,
+// increase, hold, and the sustain and close of N10/N14), run over a set of
+// scenarios, measured per point and scenario, and summed up in a table and
+// a Pareto plot of latency against bitrate and quality.
+//
+// A large sweep spreads over machines: each machine runs one shard of the
+// points (Shard) and writes a part file (Part, schema PartSchema); Merge
+// checks that the parts belong to one grid and cover it exactly once, and
+// gives the same Table as one unsharded run, because every figure of the
+// table is computed from the per-session measurements the parts record,
+// in the grid's order, never from the order in which the parts arrived.
+//
+// The sessions need testing/synctest bubbles, so they run under go test:
+// RunShard takes the *testing.T of the job entry point
+// (reports/jobs/sweep_job_test.go, built with the "jobs" tag), which
+// `lab sweep` and `make sweep` start. Everything else here (grids, shards,
+// parts, merging, the report) is plain code, tested by go test ./...
+package sweep
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// DefaultWarmup is the warm-up ParseGrid and the flags use when none is
+// given: the first two seconds hold the first keyframe and the start-up
+// of the pipeline, the same for every point, which would only blur the
+// differences the sweep is after.
+const DefaultWarmup = 2 * time.Second
+
+// Grid is a sweep: the values of each ABR parameter to try, the scenarios
+// to try them on and the seeds. Every combination of the axes' values is a
+// point (Points); an empty axis leaves that parameter as each scenario has
+// it (the ABR's default, N10, unless the scenario sets it).
+//
+// In JSON, durations are whole nanoseconds in fields ending in _ns and
+// percentages are fractions, as in the lab's results.
+type Grid struct {
+	// Threshold, Hold, Sustain and Close are the ABR's durations
+	// (scenarios.Controller): the excess of the median latency over the
+	// baseline that counts as a queue, the pause after each change, how
+	// long the excess must last, and how near the baseline the median must
+	// stay for the bitrate to rise.
+	Threshold []time.Duration `json:"threshold_ns,omitempty"`
+	Hold      []time.Duration `json:"hold_ns,omitempty"`
+	Sustain   []time.Duration `json:"sustain_ns,omitempty"`
+	Close     []time.Duration `json:"close_ns,omitempty"`
+	// Decrease and Increase are the ABR's steps, as fractions (0.2 is
+	// -20%, 0.15 is +15%).
+	Decrease []float64 `json:"decrease,omitempty"`
+	Increase []float64 `json:"increase,omitempty"`
+	// Scenarios are names in the scenario library, or paths of scenario
+	// files (anything ending in .yaml or .yml).
+	Scenarios []string `json:"scenarios"`
+	// Seeds replace each scenario's seed; none keeps each one's own.
+	Seeds []uint64 `json:"seeds,omitempty"`
+	// Warmup is left out of the measurements: they cover [Warmup, end).
+	Warmup time.Duration `json:"warmup_ns"`
+	// Duration cuts every scenario to this length (0 keeps each one's
+	// own), for quick sweeps; a scenario whose timeline changes at or after
+	// the cut is refused rather than silently changed.
+	Duration time.Duration `json:"duration_ns,omitempty"`
+}
+
+// axis is one ABR parameter of the grid: its key in grid files and flags,
+// the letter that names it in point IDs, and where its values live in a
+// Grid, a Point and a scenarios.Controller. Exactly one of the pairs
+// (durs, dur, ctlDur) and (shares, share, ctlShare) is set.
+type axis struct {
+	key, letter string
+	what        string // for errors: "a duration above 0s"
+
+	durs   func(*Grid) *[]time.Duration
+	dur    func(*Point) *time.Duration
+	ctlDur func(*scenarios.Controller) *time.Duration
+
+	shares   func(*Grid) *[]float64
+	share    func(*Point) *float64
+	ctlShare func(*scenarios.Controller) *float64
+	ok       func(float64) bool
+}
+
+// axes are the grid's parameters, in the order points are enumerated
+// (the first varies slowest) and IDs are written.
+var axes = []axis{
+	{key: "threshold", letter: "t", what: "a duration above 0s, like 60ms",
+		durs:   func(g *Grid) *[]time.Duration { return &g.Threshold },
+		dur:    func(p *Point) *time.Duration { return &p.Threshold },
+		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Threshold }},
+	{key: "decrease", letter: "d", what: "a percentage above 0% and below 100%, like 20%",
+		shares:   func(g *Grid) *[]float64 { return &g.Decrease },
+		share:    func(p *Point) *float64 { return &p.Decrease },
+		ctlShare: func(c *scenarios.Controller) *float64 { return &c.Decrease },
+		ok:       func(f float64) bool { return f > 0 && f < 1 }},
+	{key: "increase", letter: "i", what: "a percentage above 0%, like 15%",
+		shares:   func(g *Grid) *[]float64 { return &g.Increase },
+		share:    func(p *Point) *float64 { return &p.Increase },
+		ctlShare: func(c *scenarios.Controller) *float64 { return &c.Increase },
+		ok:       func(f float64) bool { return f > 0 }},
+	{key: "hold", letter: "h", what: "a duration above 0s, like 1.5s",
+		durs:   func(g *Grid) *[]time.Duration { return &g.Hold },
+		dur:    func(p *Point) *time.Duration { return &p.Hold },
+		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Hold }},
+	{key: "sustain", letter: "s", what: "a duration above 0s, like 1s",
+		durs:   func(g *Grid) *[]time.Duration { return &g.Sustain },
+		dur:    func(p *Point) *time.Duration { return &p.Sustain },
+		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Sustain }},
+	{key: "close", letter: "c", what: "a duration above 0s, like 20ms",
+		durs:   func(g *Grid) *[]time.Duration { return &g.Close },
+		dur:    func(p *Point) *time.Duration { return &p.Close },
+		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Close }},
+}
+
+// AxisKeys are the grid's parameters as grid files and flags name them,
+// in the order Points enumerates them.
+func AxisKeys() []string {
+	out := make([]string, len(axes))
+	for i, a := range axes {
+		out[i] = a.key
+	}
+	return out
+}
+
+// length is how many values the axis has in g.
+func (a axis) length(g *Grid) int {
+	if a.durs != nil {
+		return len(*a.durs(g))
+	}
+	return len(*a.shares(g))
+}
+
+// format writes the axis's i-th value in g as a grid file would.
+func (a axis) format(g *Grid, i int) string {
+	if a.durs != nil {
+		return scenarios.FormatDuration((*a.durs(g))[i])
+	}
+	return scenarios.FormatPercent((*a.shares(g))[i])
+}
+
+// parse reads one value of the axis and appends it to g. Its errors are
+// the unit parsers' messages, which the callers place (file:line or flag).
+func (a axis) parse(g *Grid, s string) error {
+	if a.durs != nil {
+		d, err := scenarios.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		if d <= 0 {
+			return fmt.Errorf("%s out of range: expected %s", s, a.what)
+		}
+		if slices.Contains(*a.durs(g), d) {
+			return fmt.Errorf("%s is given twice: each value once, or two points would be the same", s)
+		}
+		*a.durs(g) = append(*a.durs(g), d)
+		return nil
+	}
+	// ParsePercent reads 0% to 100%: an increase above 100% (more than
+	// doubling per step) is out of a sweep's reach, which is a range worth
+	// the shared parser rather than one of our own.
+	f, err := scenarios.ParsePercent(s)
+	if err != nil {
+		return err
+	}
+	if !a.ok(f) {
+		return fmt.Errorf("%s out of range: expected %s", s, a.what)
+	}
+	if slices.Contains(*a.shares(g), f) {
+		return fmt.Errorf("%s is given twice: each value once, or two points would be the same", s)
+	}
+	*a.shares(g) = append(*a.shares(g), f)
+	return nil
+}
+
+func axisByKey(key string) (axis, bool) {
+	for _, a := range axes {
+		if a.key == key {
+			return a, true
+		}
+	}
+	return axis{}, false
+}
+
+// SetAxis replaces the values of one parameter with a comma-separated
+// list as the flags write it ("30ms,60ms,90ms", "10%,20%"); an empty list
+// empties the axis (the scenarios' own value).
+func (g *Grid) SetAxis(key, list string) error {
+	a, ok := axisByKey(key)
+	if !ok {
+		return fmt.Errorf("unknown parameter %q: expected %s", key, strings.Join(AxisKeys(), ", "))
+	}
+	if a.durs != nil {
+		*a.durs(g) = nil
+	} else {
+		*a.shares(g) = nil
+	}
+	if strings.TrimSpace(list) == "" {
+		return nil
+	}
+	for _, s := range strings.Split(list, ",") {
+		if err := a.parse(g, strings.TrimSpace(s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetScenarios replaces the scenarios with a comma-separated list.
+func (g *Grid) SetScenarios(list string) error {
+	g.Scenarios = nil
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			g.Scenarios = append(g.Scenarios, s)
+		}
+	}
+	return checkNames(g.Scenarios)
+}
+
+// SetSeeds replaces the seeds with a comma-separated list of whole
+// numbers; an empty list keeps each scenario's own seed.
+func (g *Grid) SetSeeds(list string) error {
+	g.Seeds = nil
+	if strings.TrimSpace(list) == "" {
+		return nil
+	}
+	for _, s := range strings.Split(list, ",") {
+		if err := g.addSeed(strings.TrimSpace(s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *Grid) addSeed(s string) error {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s is not a seed: expected a whole number of 0 or more", s)
+	}
+	if slices.Contains(g.Seeds, v) {
+		return fmt.Errorf("seed %d is given twice", v)
+	}
+	g.Seeds = append(g.Seeds, v)
+	return nil
+}
+
+func checkNames(names []string) error {
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return fmt.Errorf("scenario %s is given twice", n)
+		}
+	}
+	return nil
+}
+
+// Validate checks what the parsers cannot check value by value: there
+// are scenarios, the warm-up leaves something to measure, and no axis
+// holds a value twice or out of range (a Grid built in Go).
+func (g Grid) Validate() error {
+	var errs []error
+	if len(g.Scenarios) == 0 {
+		errs = append(errs, errors.New("no scenarios: expected at least one, like abr-lossy"))
+	}
+	if err := checkNames(g.Scenarios); err != nil {
+		errs = append(errs, err)
+	}
+	for i, s := range g.Seeds {
+		if slices.Contains(g.Seeds[:i], s) {
+			errs = append(errs, fmt.Errorf("seed %d is given twice", s))
+		}
+	}
+	if g.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("warmup %s out of range: expected 0s or more", scenarios.FormatDuration(g.Warmup)))
+	}
+	if g.Duration < 0 {
+		errs = append(errs, fmt.Errorf("duration %s out of range: expected a duration above 0s, or none", scenarios.FormatDuration(g.Duration)))
+	}
+	if g.Duration > 0 && g.Warmup >= g.Duration {
+		errs = append(errs, fmt.Errorf("warmup %s is not shorter than duration %s: nothing would be measured",
+			scenarios.FormatDuration(g.Warmup), scenarios.FormatDuration(g.Duration)))
+	}
+	for _, a := range axes {
+		var check Grid
+		for i := range a.length(&g) {
+			if err := a.parse(&check, a.format(&g, i)); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", a.key, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadGrid reads a grid file (ParseGrid).
+func LoadGrid(file string) (Grid, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Grid{}, err
+	}
+	return ParseGrid(file, data)
+}
+
+// gridKeys are the keys of a grid file besides the axes.
+var gridKeys = []string{"scenarios", "seeds", "warmup", "duration"}
+
+// ParseGrid reads a grid file: a YAML mapping of the axes (each a list of
+// values with their units, or a single value), scenarios (a list of
+// names or files), seeds (a list of whole numbers), warmup and duration
+// (durations):
+//
+//	threshold: [30ms, 60ms, 90ms, 120ms]
+//	decrease: [10%, 20%, 30%]
+//	increase: [5%, 15%, 25%]
+//	hold: [1s, 1.5s]
+//	scenarios: [abr-capacity-drop, abr-lossy]
+//	seeds: [1]
+//	warmup: 2s
+//
+// Like scenario files it is strict: an unknown key, a value without its
+// unit or in the wrong one, a value given twice are errors naming file,
+// line and key (*scenarios.Error values, all of them joined). Left out,
+// warmup is DefaultWarmup. The scenarios may be left for the flags.
+func ParseGrid(file string, data []byte) (Grid, error) {
+	g := Grid{Warmup: DefaultWarmup}
+	var errs []error
+	fail := func(n *yaml.Node, field, msg string) {
+		errs = append(errs, &scenarios.Error{File: file, Line: n.Line, Field: field, Msg: msg})
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return g, &scenarios.Error{File: file, Line: 1, Msg: "empty file: expected a grid, a mapping of threshold, decrease, increase, hold, scenarios, ..."}
+	case err != nil:
+		// yaml's message carries the line ("yaml: line 3: ...").
+		return g, &scenarios.Error{File: file, Msg: err.Error()}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return g, &scenarios.Error{File: file, Line: root.Line, Msg: "expected a mapping of threshold, decrease, increase, hold, scenarios, ..."}
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		key := k.Value
+		if seen[key] {
+			fail(k, key, "given twice")
+			continue
+		}
+		seen[key] = true
+		// A list, or a single value standing for a list of one.
+		items := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			items = v.Content
+		}
+		scalars := func(what string) bool {
+			for _, it := range items {
+				if it.Kind != yaml.ScalarNode {
+					fail(it, key, "expected "+what)
+					return false
+				}
+			}
+			return true
+		}
+		single := func(what string) (*yaml.Node, bool) {
+			if v.Kind != yaml.ScalarNode {
+				fail(v, key, "expected "+what)
+				return nil, false
+			}
+			return v, true
+		}
+		if a, ok := axisByKey(key); ok {
+			if !scalars(a.what + " or a list of them") {
+				continue
+			}
+			for j, it := range items {
+				if err := a.parse(&g, it.Value); err != nil {
+					fail(it, fmt.Sprintf("%s[%d]", key, j), err.Error())
+				}
+			}
+			continue
+		}
+		switch key {
+		case "scenarios":
+			if !scalars("a scenario name or file, or a list of them") {
+				continue
+			}
+			for j, it := range items {
+				if slices.Contains(g.Scenarios, it.Value) {
+					fail(it, fmt.Sprintf("scenarios[%d]", j), fmt.Sprintf("scenario %s is given twice", it.Value))
+					continue
+				}
+				g.Scenarios = append(g.Scenarios, it.Value)
+			}
+		case "seeds":
+			if !scalars("a seed or a list of them") {
+				continue
+			}
+			for j, it := range items {
+				if err := g.addSeed(it.Value); err != nil {
+					fail(it, fmt.Sprintf("seeds[%d]", j), err.Error())
+				}
+			}
+		case "warmup", "duration":
+			n, ok := single("a duration")
+			if !ok {
+				continue
+			}
+			d, err := scenarios.ParseDuration(n.Value)
+			switch {
+			case err != nil:
+				fail(n, key, err.Error())
+			case d < 0 || (key == "duration" && d == 0):
+				fail(n, key, fmt.Sprintf("%s out of range: expected a duration above 0s", n.Value))
+			case key == "warmup":
+				g.Warmup = d
+			default:
+				g.Duration = d
+			}
+		default:
+			fail(k, key, fmt.Sprintf("unknown key %q: expected %s", key, strings.Join(append(AxisKeys(), gridKeys...), ", ")))
+		}
+	}
+	return g, errors.Join(errs...)
+}

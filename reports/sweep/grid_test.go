@@ -1,0 +1,197 @@
+package sweep
+
+import (
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+func TestParseGridReadsEveryKey(t *testing.T) {
+	g, err := ParseGrid("grid.yaml", []byte(`
+threshold: [30ms, 0.12s]
+decrease: 20%
+increase: [5%, 25%]
+hold: [1s]
+sustain: [500ms]
+close: [10ms]
+scenarios: [abr-lossy, scenarios/testdata/x.yaml]
+seeds: [1, 7]
+warmup: 3s
+duration: 10s
+`))
+	require.NoError(t, err)
+	require.Equal(t, Grid{
+		Threshold: []time.Duration{30 * time.Millisecond, 120 * time.Millisecond},
+		Decrease:  []float64{0.2},
+		Increase:  []float64{0.05, 0.25},
+		Hold:      []time.Duration{time.Second},
+		Sustain:   []time.Duration{500 * time.Millisecond},
+		Close:     []time.Duration{10 * time.Millisecond},
+		Scenarios: []string{"abr-lossy", "scenarios/testdata/x.yaml"},
+		Seeds:     []uint64{1, 7},
+		Warmup:    3 * time.Second,
+		Duration:  10 * time.Second,
+	}, g)
+	require.NoError(t, g.Validate())
+}
+
+func TestParseGridDefaultsTheWarmup(t *testing.T) {
+	g, err := ParseGrid("grid.yaml", []byte("threshold: [60ms]\n"))
+	require.NoError(t, err)
+	require.Equal(t, DefaultWarmup, g.Warmup)
+}
+
+// Every mistake names file, line and key, like a scenario file's.
+func TestParseGridRefusesMistakesWithTheirLine(t *testing.T) {
+	for name, c := range map[string]struct{ yaml, want string }{
+		"unknown key":       {"threshold: [60ms]\ntreshold: [30ms]\n", `g.yaml:2: treshold: unknown key "treshold": expected threshold, decrease`},
+		"missing unit":      {"threshold: [60ms,\n  30]\n", "g.yaml:2: threshold[1]: 30 is missing a unit: expected a duration"},
+		"wrong unit":        {"decrease: [20ms]\n", "g.yaml:1: decrease[0]: 20ms has the wrong unit: expected a percentage"},
+		"decrease 100%":     {"decrease: [100%]\n", "g.yaml:1: decrease[0]: 100% out of range: expected a percentage above 0% and below 100%"},
+		"increase 0%":       {"increase: [0%]\n", "increase[0]: 0% out of range: expected a percentage above 0%"},
+		"zero hold":         {"hold: [0s]\n", "hold[0]: 0s out of range: expected a duration above 0s"},
+		"value twice":       {"hold: [1s, 1000ms]\n", "hold[1]: 1000ms is given twice"},
+		"key twice":         {"hold: [1s]\nhold: [2s]\n", "g.yaml:2: hold: given twice"},
+		"bad seed":          {"seeds: [1, x]\n", "g.yaml:1: seeds[1]: x is not a seed"},
+		"scenario twice":    {"scenarios: [a, a]\n", "scenarios[1]: scenario a is given twice"},
+		"warmup no unit":    {"warmup: 2\n", "g.yaml:1: warmup: 2 is missing a unit"},
+		"warmup list":       {"warmup: [2s]\n", "g.yaml:1: warmup: expected a duration"},
+		"nested list":       {"threshold: [[60ms]]\n", "threshold: expected a duration above 0s"},
+		"empty":             {"", "g.yaml:1: empty file"},
+		"not a mapping":     {"- 60ms\n", "g.yaml:1: expected a mapping"},
+		"syntax":            {"threshold: [60ms\n", "g.yaml: yaml: line"},
+		"zero duration cut": {"duration: 0s\n", "duration: 0s out of range"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseGrid("g.yaml", []byte(c.yaml))
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+}
+
+// All the mistakes of a file are reported, not only the first.
+func TestParseGridReportsEveryMistake(t *testing.T) {
+	_, err := ParseGrid("g.yaml", []byte("threshold: [60]\ndecrease: [2]\nfoo: 1\n"))
+	require.Len(t, scenarios.Errors(err), 3)
+}
+
+func TestSetAxisReadsFlagLists(t *testing.T) {
+	var g Grid
+	require.NoError(t, g.SetAxis("threshold", "30ms, 60ms,90ms"))
+	require.NoError(t, g.SetAxis("increase", "5%,15%"))
+	require.Equal(t, []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 90 * time.Millisecond}, g.Threshold)
+	require.Equal(t, []float64{0.05, 0.15}, g.Increase)
+	require.NoError(t, g.SetAxis("threshold", ""), "an empty list clears the axis")
+	require.Empty(t, g.Threshold)
+	require.ErrorContains(t, g.SetAxis("decrease", "10%,abc"), "abc is not a number with a unit")
+	require.ErrorContains(t, g.SetAxis("treshold", "1s"), `unknown parameter "treshold"`)
+	require.ErrorContains(t, g.SetSeeds("1,1"), "seed 1 is given twice")
+	require.ErrorContains(t, g.SetScenarios("a,b,a"), "scenario a is given twice")
+}
+
+func TestValidateRefusesAnEmptyOrImpossibleGrid(t *testing.T) {
+	require.ErrorContains(t, Grid{}.Validate(), "no scenarios")
+	g := Grid{Scenarios: []string{"abr-lossy"}, Warmup: 5 * time.Second, Duration: 5 * time.Second}
+	require.ErrorContains(t, g.Validate(), "warmup 5s is not shorter than duration 5s")
+	g = Grid{Scenarios: []string{"abr-lossy"}, Decrease: []float64{0.2, 0.2}}
+	require.ErrorContains(t, g.Validate(), "decrease: 20% is given twice")
+}
+
+// The flags replace the grid file's values; the rest of the file holds.
+func TestJobFromFlags(t *testing.T) {
+	dir := t.TempDir()
+	grid := filepath.Join(dir, "g.yaml")
+	writeFile(t, grid, "threshold: [30ms, 60ms]\ndecrease: [10%]\nscenarios: [abr-lossy]\nwarmup: 4s\n")
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.String("out", "elsewhere", "another job's flag, shared")
+	RegisterFlags(fs)
+	require.NoError(t, fs.Parse([]string{"-grid", "g.yaml", "-threshold", "90ms", "-seeds", "1,2", "-shard", "2/3", "-out", "res", "-parallel", "3"}))
+	j, err := JobFromFlags(fs, dir)
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{90 * time.Millisecond}, j.Grid.Threshold)
+	require.Equal(t, []float64{0.1}, j.Grid.Decrease)
+	require.Equal(t, []uint64{1, 2}, j.Grid.Seeds)
+	require.Equal(t, 4*time.Second, j.Grid.Warmup)
+	require.Equal(t, ShardID{I: 2, N: 3}, j.Shard)
+	require.Equal(t, filepath.Join(dir, "res"), j.Out)
+	require.Equal(t, 3, j.Parallel)
+
+	// Args spells the job out for the entry point, which reads it back
+	// the same.
+	args, err := j.Args()
+	require.NoError(t, err)
+	again := flag.NewFlagSet("again", flag.ContinueOnError)
+	RegisterFlags(again)
+	require.NoError(t, again.Parse(args))
+	j2, err := JobFromFlags(again, "/nowhere")
+	require.NoError(t, err)
+	require.Equal(t, j, j2)
+}
+
+func TestJobFromFlagsRefusesBadFlags(t *testing.T) {
+	for want, args := range map[string][]string{
+		"-threshold: 30 is missing a unit": {"-scenarios", "abr-lossy", "-threshold", "30"},
+		"-shard: bad shard 0/3":            {"-scenarios", "abr-lossy", "-shard", "0/3"},
+		"-parallel: x is not a count":      {"-scenarios", "abr-lossy", "-parallel", "x"},
+		"no scenarios":                     {"-threshold", "30ms"},
+		"-warmup: 2 is missing a unit":     {"-scenarios", "abr-lossy", "-warmup", "2"},
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		RegisterFlags(fs)
+		require.NoError(t, fs.Parse(args))
+		_, err := JobFromFlags(fs, t.TempDir())
+		require.ErrorContains(t, err, want, "%v", args)
+	}
+}
+
+// The default grid (make sweep) is the sweep the README quotes: at least
+// 50 points over 4 ABR scenarios of the library, which load.
+func TestDefaultGrid(t *testing.T) {
+	g, err := LoadGrid("default-grid.yaml")
+	require.NoError(t, err)
+	require.NoError(t, g.Validate())
+	require.GreaterOrEqual(t, len(g.Points()), 50)
+	require.Len(t, g.Scenarios, 4)
+	scs, err := LoadScenarios(g, filepath.Join("..", ".."))
+	require.NoError(t, err)
+	for _, sc := range scs {
+		require.Equal(t, "abr", sc.Controller.Kind, sc.Name)
+	}
+}
+
+func FuzzParseGrid(f *testing.F) {
+	f.Add([]byte("threshold: [30ms, 60ms]\ndecrease: 20%\nscenarios: [a]\n"))
+	f.Add([]byte("seeds: [1, 2]\nwarmup: 1s\nduration: 5s\n"))
+	f.Add([]byte("hold: [[1s]]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := ParseGrid("f.yaml", data)
+		if err != nil {
+			return
+		}
+		// What parses has valid axes, and its points have unique IDs.
+		g.Scenarios = []string{"x"}
+		n := 1
+		for _, a := range axes {
+			n *= max(1, a.length(&g))
+		}
+		if n > 10000 {
+			return // a valid but needlessly slow product
+		}
+		if g.Duration > 0 && g.Warmup >= g.Duration {
+			return
+		}
+		require.NoError(t, g.Validate())
+		seen := map[string]bool{}
+		for _, p := range g.Points() {
+			require.False(t, seen[p.ID], p.ID)
+			require.False(t, strings.Contains(p.ID, " "))
+			seen[p.ID] = true
+		}
+	})
+}
