@@ -256,12 +256,12 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	}
 
 	var samples []Sample
-	sample := func() {
+	sample := func(at time.Time) {
 		if s.SampleEvery > 0 {
-			samples = append(samples, Sample{At: time.Now(), Uplink: statsOf(up), Downlink: statsOf(down)})
+			samples = append(samples, Sample{At: at, Uplink: statsOf(up), Downlink: statsOf(down)})
 		}
 	}
-	sample()
+	sample(time.Now())
 	var wg sync.WaitGroup
 	var agentErr, viewerErr error
 	session, stop := context.WithCancel(context.Background())
@@ -270,7 +270,12 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	wg.Go(func() { viewerErr = vw.Run(session, conn.viewer) })
 	// The samples are taken here, between the waits for the end, rather
 	// than by a goroutine of their own: the last one is then certainly
-	// taken at the end instant, before the session stops.
+	// taken at the end instant, before the session stops. Each is read a
+	// nanosecond after its instant and stands for it: a packet the
+	// viewer sends at the very instant (its reports come every 250 ms
+	// from its start, as the samples do) is then always counted in it,
+	// never only when the goroutines woken at that instant happen to run
+	// in one order rather than the other.
 	end := start.Add(s.Duration)
 	var interrupted error
 	for k := 1; ; k++ {
@@ -278,12 +283,12 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 		if s.SampleEvery > 0 {
 			next = minTime(end, start.Add(time.Duration(k)*s.SampleEvery))
 		}
-		if !sleepUntil(ctx, next) {
+		if !sleepUntil(ctx, next.Add(sampleSettle)) {
 			interrupted = fmt.Errorf("lab: session stopped after %v of %v: %w", time.Since(start), s.Duration, context.Cause(ctx))
-			sample()
+			sample(time.Now())
 			break
 		}
-		sample()
+		sample(next)
 		if !next.Before(end) {
 			break
 		}
@@ -312,6 +317,10 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 		Path:      conn.path,
 	}, interrupted
 }
+
+// sampleSettle is how long after its instant a sample is read (see
+// RunSessionContext).
+const sampleSettle = time.Nanosecond
 
 // sleepUntil waits until t; false if ctx ended first.
 var sleepUntil = clock.SleepUntil

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -37,13 +38,18 @@ var (
 	certErr  error
 )
 
+// certificateKeySeed fixes the certificate's key. The lab's certificate
+// guards nothing, and a key drawn from crypto/rand would consume draws from
+// whichever session made it first: with crypto/rand seeded per session
+// (testing/cryptotest), that first session would differ from every later
+// one with the same seed.
+var certificateKeySeed = sha256.Sum256([]byte("latencylab test certificate"))
+
 // makeCertificate creates the self-signed certificate once per process.
 func makeCertificate() {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		certErr = err
-		return
-	}
+	priv := ed25519.NewKeyFromSeed(certificateKeySeed[:])
+	pub := priv.Public()
+	var err error
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: ServerName},

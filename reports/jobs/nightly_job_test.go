@@ -70,6 +70,8 @@ func seedsAndParallel(t *testing.T) ([]uint64, int) {
 // session, listing each with its evidence; with -accept it writes the new
 // baselines instead of failing on what it accepts.
 func TestNightly(t *testing.T) {
+	// Sessions in worker processes: reproducible for a seed (worker.go).
+	jobs.UseWorkers("TestWorker")
 	seeds, parallel := seedsAndParallel(t)
 	run, err := jobs.Nightly(t, jobs.NightlyOptions{
 		Seeds: seeds, Baselines: *flagBaseline, Out: *flagOut, Scenarios: names(), Group: *flagGroup, Config: *flagVariant,
@@ -97,6 +99,8 @@ func TestNightly(t *testing.T) {
 // TestCompare runs one scenario, a group or the library under two
 // configurations and writes the report; it fails only when it cannot run.
 func TestCompare(t *testing.T) {
+	// Sessions in worker processes: reproducible for a seed (worker.go).
+	jobs.UseWorkers("TestWorker")
 	seeds, parallel := seedsAndParallel(t)
 	run, err := jobs.Compare(t, jobs.CompareOptions{
 		A: *flagA, B: *flagB, Scenarios: names(), Group: *flagGroup, Seeds: seeds, Out: *flagOut,

@@ -58,6 +58,13 @@ type Session struct {
 	Wall    time.Duration
 }
 
+// job is a session to run: its place in the output and its scenario with
+// the variant applied.
+type job struct {
+	i  int
+	sc *scenarios.Scenario
+}
+
 // Run runs the plan and returns every session, in the plan's order
 // (variant, scenario, seed). A variant that refuses a scenario is that
 // session's error; the others run.
@@ -66,10 +73,6 @@ func Run(t *testing.T, p Plan) []Session {
 	variants := p.Variants
 	if len(variants) == 0 {
 		variants = []Variant{{Label: "as written"}}
-	}
-	type job struct {
-		i  int
-		sc *scenarios.Scenario
 	}
 	var out []Session
 	var jobs []job
@@ -105,7 +108,30 @@ func Run(t *testing.T, p Plan) []Session {
 		virtual time.Duration
 	)
 	start := time.Now()
+	finish := func(s *Session, sc *scenarios.Scenario) {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		virtual += sc.Duration
+		if p.Progress != nil {
+			el := time.Since(start)
+			left := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
+			fmt.Fprintf(p.Progress, "[%*d/%d] %-12s %-28s seed %-6d %5.2f s wall; %.0fx real time, about %s left\n",
+				len(fmt.Sprint(len(jobs))), done, len(jobs), s.Variant, s.Scenario, s.Seed, s.Wall.Seconds(),
+				virtual.Seconds()/el.Seconds(), left.Round(time.Second))
+		}
+	}
 	queue := make(chan job)
+	go func() {
+		for _, j := range jobs {
+			queue <- j
+		}
+		close(queue)
+	}()
+	if test := workerName(); test != "" && !Serving() {
+		runInWorkers(t, test, workers, queue, out, finish)
+		return out
+	}
 	// One subtest per worker: each runs its sessions one after the other,
 	// each in a bubble of its own; the workers run in parallel.
 	t.Run("sessions", func(t *testing.T) {
@@ -120,28 +146,50 @@ func Run(t *testing.T, p Plan) []Session {
 					})
 					s.Wall = time.Since(began)
 					s.Skipped = errors.Is(s.Err, lab.ErrSharedAbsent)
-					mu.Lock()
-					done++
-					virtual += j.sc.Duration
-					if p.Progress != nil {
-						el := time.Since(start)
-						left := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
-						fmt.Fprintf(p.Progress, "[%*d/%d] %-12s %-28s seed %-6d %5.2f s wall; %.0fx real time, about %s left\n",
-							len(fmt.Sprint(len(jobs))), done, len(jobs), s.Variant, s.Scenario, s.Seed, s.Wall.Seconds(),
-							virtual.Seconds()/el.Seconds(), left.Round(time.Second))
-					}
-					mu.Unlock()
+					finish(s, j.sc)
 				}
 			})
 		}
-		// The feeder runs beside the parallel workers, which start only
-		// once this function returns: it must not block it.
-		go func() {
-			for _, j := range jobs {
-				queue <- j
-			}
-			close(queue)
-		}()
 	})
 	return out
+}
+
+// runInWorkers runs the queue in worker processes of the test binary, one
+// per slot; a worker that fails is that session's error and is replaced.
+func runInWorkers(t *testing.T, test string, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range slots {
+		wg.Go(func() {
+			var wk *worker
+			defer func() {
+				if wk != nil {
+					wk.close()
+				}
+			}()
+			for j := range queue {
+				s := &out[j.i]
+				if wk == nil {
+					var err error
+					if wk, err = startWorker(test); err != nil {
+						s.Err = err
+						finish(s, j.sc)
+						continue
+					}
+				}
+				res, err := wk.run(j.sc)
+				switch {
+				case err != nil:
+					s.Err, wk = err, nil // closed by run; the next session starts another
+				default:
+					s.Result, s.Wall, s.Skipped = res.Result, res.Wall, res.Skipped
+					if res.Err != "" {
+						s.Err = errors.New(res.Err)
+					}
+				}
+				finish(s, j.sc)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/reports/jobs"
 	"github.com/nuvirahub/latencylab/reports/sweep"
 )
 
@@ -31,6 +32,8 @@ func init() { sweep.RegisterFlags(flag.CommandLine) }
 // and writes its part file into -out; a 1/1 run also writes the report.
 // Paths are relative to the module's root.
 func TestSweep(t *testing.T) {
+	// Sessions in worker processes: reproducible for a seed (worker.go).
+	jobs.UseWorkers("TestWorker")
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	job, err := sweep.JobFromFlags(flag.CommandLine, root)

@@ -1,0 +1,206 @@
+package jobs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"testing/cryptotest"
+	"testing/synctest"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Reproducible sessions. A session in a bubble is a function of its seed
+// only when nothing else decides for it: crypto/rand (QUIC's connection IDs
+// and packet-number skips, TLS) must be seeded, which testing/cryptotest
+// does for the whole process and so only outside parallel tests; and with
+// more than one P, or with asynchronous preemption (a wall-clock timer),
+// the order in which goroutines that are ready at the same virtual
+// instant run depends on the machine. Measured on abr-lossy: 8 runs in one
+// process gave 8 different latency medians; with crypto/rand seeded and
+// one P, 35 of 36 runs were identical.
+//
+// So a plan runs its sessions in worker processes: copies of the test
+// binary, each with GOMAXPROCS=1 and asynchronous preemption off, running
+// one session at a time with crypto/rand seeded by the session's seed. The
+// workers run side by side, one per core. What can still differ is what
+// the Go runtime randomises and nobody can seed (which of several ready
+// cases a select takes, map order): rare, not never.
+
+// workerEnv marks a process as a worker; its value is the test that serves.
+const workerEnv = "LATENCYLAB_JOBS_WORKER"
+
+var workerTest struct {
+	sync.Mutex
+	name string
+}
+
+// UseWorkers makes Run use worker processes: test is the name of a test of
+// the running test binary that calls Serve first thing (TestWorker in this
+// package's tests). The job entry points call it; without it Run runs
+// sessions in its own process, faster to start and not reproducible.
+func UseWorkers(test string) {
+	workerTest.Lock()
+	defer workerTest.Unlock()
+	workerTest.name = test
+}
+
+func workerName() string {
+	workerTest.Lock()
+	defer workerTest.Unlock()
+	return workerTest.name
+}
+
+// Serving reports whether this process is a worker.
+func Serving() bool { return os.Getenv(workerEnv) != "" }
+
+// workItem is a session handed to a worker: the scenario as YAML (a
+// variant's changes applied), so that nothing but data crosses.
+type workItem struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	YAML string `json:"yaml"`
+}
+
+// workResult is a worker's answer.
+type workResult struct {
+	Result  *lab.ScenarioResult `json:"result,omitempty"`
+	Err     string              `json:"error,omitempty"`
+	Skipped bool                `json:"skipped,omitempty"`
+	Wall    time.Duration       `json:"wall_ns"`
+}
+
+// Serve is a worker's loop: sessions from stdin, one JSON line each,
+// results to file descriptor 3, until stdin ends. Call it from the test
+// UseWorkers names, when Serving.
+func Serve(t *testing.T) {
+	results := os.NewFile(3, "results")
+	if results == nil {
+		t.Fatal("jobs: worker without its results pipe (file descriptor 3)")
+	}
+	defer results.Close()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	out := json.NewEncoder(results)
+	for in.Scan() {
+		var item workItem
+		if err := json.Unmarshal(in.Bytes(), &item); err != nil {
+			t.Fatalf("jobs: worker: %v", err)
+		}
+		res := serveOne(t, item)
+		if err := out.Encode(res); err != nil {
+			t.Fatalf("jobs: worker: %v", err)
+		}
+	}
+	if err := in.Err(); err != nil {
+		t.Fatalf("jobs: worker: %v", err)
+	}
+}
+
+func serveOne(t *testing.T, item workItem) workResult {
+	sc, err := scenarios.Parse(item.File, []byte(item.YAML), nil)
+	if err != nil {
+		return workResult{Err: fmt.Sprintf("scenario %s does not survive the trip to the worker: %v", item.Name, err)}
+	}
+	sc.Name = item.Name
+	var res workResult
+	began := time.Now()
+	cryptotest.SetGlobalRandom(t, sc.Seed)
+	synctest.Test(t, func(t *testing.T) {
+		r, err := lab.Run(t.Context(), sc)
+		res.Result = r
+		if err != nil {
+			res.Err = err.Error()
+			res.Skipped = errors.Is(err, lab.ErrSharedAbsent)
+		}
+	})
+	res.Wall = time.Since(began)
+	return res
+}
+
+// worker is a running worker process.
+type worker struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	results *json.Decoder
+	stderr  *strings.Builder
+	close   func()
+}
+
+// startWorker starts a copy of the test binary serving test.
+func startWorker(test string) (*worker, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=0")
+	godebug := "asyncpreemptoff=1"
+	if g := os.Getenv("GODEBUG"); g != "" {
+		godebug = g + "," + godebug
+	}
+	cmd.Env = append(os.Environ(), workerEnv+"="+test, "GOMAXPROCS=1", "GODEBUG="+godebug)
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stdout = io.Discard
+	var stderr strings.Builder // read only after the worker has ended
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("jobs: start worker: %w", err)
+	}
+	w.Close() // the child has its copy
+	wk := &worker{cmd: cmd, stdin: stdin, results: json.NewDecoder(r), stderr: &stderr}
+	wk.close = func() {
+		stdin.Close()
+		cmd.Wait()
+		r.Close()
+	}
+	return wk, nil
+}
+
+// run hands the worker one session and waits for its result.
+func (wk *worker) run(sc *scenarios.Scenario) (workResult, error) {
+	data, err := yaml.Marshal(sc)
+	if err != nil {
+		return workResult{}, fmt.Errorf("jobs: scenario %s: %w", sc.Name, err)
+	}
+	line, err := json.Marshal(workItem{Name: sc.Name, File: sc.File, YAML: string(data)})
+	if err != nil {
+		return workResult{}, err
+	}
+	if _, err := wk.stdin.Write(append(line, '\n')); err != nil {
+		return workResult{}, fmt.Errorf("jobs: worker: %w", err)
+	}
+	var res workResult
+	if err := wk.results.Decode(&res); err != nil {
+		wk.close()
+		return workResult{}, fmt.Errorf("jobs: worker died running %s: %w\n%s", sc.Name, err, lastLines(wk.stderr.String(), 20))
+	}
+	return res, nil
+}
+
+// lastLines is the end of a dead worker's output, which says why.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
