@@ -31,6 +31,39 @@ type LinkConfig struct {
 	// Timeline lists later changes, each replacing the whole set of
 	// impairments at its instant. Phases must be in increasing order of At.
 	Timeline []Phase
+	// Tap, when set, observes every packet entering and leaving the link
+	// (a capture: package netem/pcap). It runs inside the link's own flow,
+	// so its cost is the link's: keep it quick. Nil costs one comparison
+	// per packet.
+	Tap Tap
+}
+
+// Tap observes a link's traffic. Packets passed to it belong to the link:
+// a tap copies what it keeps and must not change them or call back into
+// the link.
+type Tap interface {
+	// Entered is called for every packet offered to the link, with its
+	// Seq and Sent set and its fate decided, before the link can deliver
+	// it. It is called under the link's lock, so that calls come in the
+	// order of Seq and no packet can have left before it was seen
+	// entering. Its payload is as the impairments left it (a corrupt
+	// impairment changes it in place). Copies made by a duplicate
+	// impairment are not offered packets: they show only in Left.
+	Entered(p *Packet, f Fate)
+	// Left is called from the link's goroutine for every packet it
+	// delivers, copies included, just before it is handed on, at the
+	// instant it leaves (time.Now). Packets still inside when the link
+	// closes (DropClosed) never leave.
+	Left(p *Packet)
+}
+
+// Fate is what a link decided for a packet offered to it.
+type Fate struct {
+	// Drop is why the link dropped the packet; empty when it will be
+	// delivered.
+	Drop DropReason
+	// At is when the packet will be delivered; zero when dropped.
+	At time.Time
 }
 
 // ErrClosed is returned by a link used after Close.
@@ -44,6 +77,7 @@ type Link struct {
 	name    string
 	deliver func(*Packet)
 	precise bool
+	tap     Tap
 
 	mu      sync.Mutex
 	pipe    *pipeline
@@ -82,6 +116,7 @@ func NewLink(cfg LinkConfig, deliver func(*Packet)) (*Link, error) {
 		name:    cfg.Name,
 		deliver: deliver,
 		precise: cfg.Precise,
+		tap:     cfg.Tap,
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -109,6 +144,9 @@ func (l *Link) Send(p *Packet) error {
 		earliest = l.queue[0].At
 	}
 	l.scratch = l.pipe.process(p, time.Now(), l.scratch[:0])
+	if l.tap != nil {
+		l.tap.Entered(p, l.fate(p))
+	}
 	wake := false
 	for _, d := range l.scratch {
 		l.order++
@@ -126,6 +164,18 @@ func (l *Link) Send(p *Packet) error {
 		}
 	}
 	return nil
+}
+
+// fate finds what the pipeline just decided for p: its own delivery among
+// those scheduled (copies are separate packets), or the reason it was
+// dropped.
+func (l *Link) fate(p *Packet) Fate {
+	for _, d := range l.scratch {
+		if d.Packet == p {
+			return Fate{At: d.At}
+		}
+	}
+	return Fate{Drop: l.pipe.dropped}
 }
 
 // Set replaces the link's impairments now, atomically: the next packet sent
@@ -201,6 +251,9 @@ func (l *Link) loop() {
 		l.mu.Unlock()
 
 		for i, p := range due {
+			if l.tap != nil {
+				l.tap.Left(p)
+			}
 			l.deliver(p)
 			due[i] = nil
 		}

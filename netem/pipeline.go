@@ -41,6 +41,9 @@ type pipeline struct {
 	generation int     // how many configurations this pipeline has had
 	seq        uint64
 	stats      *Stats
+	// dropped is why the last packet offered was dropped, "" if it was
+	// not: a link's Tap needs the reason, which the counters lose.
+	dropped DropReason
 }
 
 func newPipeline(name string, seed uint64, epoch time.Time, stats *Stats) *pipeline {
@@ -95,6 +98,7 @@ func (pl *pipeline) process(p *Packet, at time.Time, out []Delivery) []Delivery 
 	p.Seq = pl.seq
 	p.Sent = at
 	pl.stats.Offered.add(p)
+	pl.dropped = ""
 	return pl.run(p, at, 0, out)
 }
 
@@ -113,6 +117,9 @@ func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Deli
 		v := s.imp.Apply(p, t, &s.env)
 		if v.Drop != "" {
 			pl.stats.drop(v.Drop, p)
+			if from == 0 { // the offered packet, not a copy
+				pl.dropped = v.Drop
+			}
 			dropped = true
 			break
 		}

@@ -1,0 +1,71 @@
+package pcap_test
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/pcap"
+)
+
+// A tapped link's capture holds every offered packet on -in and every
+// delivered one on -out, as UDP over IPv4 with the packets' addresses, and
+// ends with the link's counters.
+func TestTapCapture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		w := pcap.NewWriter(&buf)
+		tap, err := w.Tap("down")
+		require.NoError(t, err)
+		l, err := netem.NewLink(netem.LinkConfig{Name: "down", Seed: 1, Tap: tap, Impairments: []netem.Impairment{
+			&netem.Delay{Delay: 10 * time.Millisecond}, &netem.Loss{Probability: 0.3}, &netem.Duplicate{Probability: 0.2},
+		}}, func(*netem.Packet) {})
+		require.NoError(t, err)
+		from := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 4433}
+		to := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 40000}
+		for i := range 100 {
+			require.NoError(t, l.Send(&netem.Packet{Data: []byte{byte(i), 1, 2}, From: from, To: to}))
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, l.Close())
+		st := l.Stats()
+		require.NoError(t, w.WriteStats("down", st))
+		require.NoError(t, w.Close())
+
+		r, err := pcapgo.NewNgReader(&buf, pcapgo.DefaultNgReaderOptions)
+		require.NoError(t, err)
+		count := map[int]uint64{}
+		for {
+			data, ci, err := r.ReadPacketData()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			count[ci.InterfaceIndex]++
+			p := gopacket.NewPacket(data, layers.LayerTypeIPv4, gopacket.Default)
+			udp, ok := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+			require.True(t, ok)
+			require.EqualValues(t, 4433, udp.SrcPort)
+			require.Len(t, udp.Payload, 3)
+		}
+		require.Equal(t, st.Offered.Packets, count[0])
+		require.Equal(t, st.Delivered.Packets, count[1])
+		require.NotZero(t, st.Duplicated)
+		in, err := r.Interface(0)
+		require.NoError(t, err)
+		require.Equal(t, "down-in", in.Name)
+		require.Equal(t, st.Offered.Packets, in.Statistics.PacketsReceived)
+		require.Equal(t, st.DroppedTotal().Packets, in.Statistics.PacketsDropped)
+		require.Contains(t, in.Statistics.Comment, "loss=")
+	})
+}
