@@ -12,6 +12,7 @@ import (
 	"github.com/nuvirahub/latencylab/internal/connect"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/nat"
+	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/netem/relay"
 )
 
@@ -83,11 +84,12 @@ type opened struct {
 
 // openTopology builds the two-site topology with the session's links as
 // the viewer's access, and connects the two PCs by the path's strategy.
-func openTopology(ctx context.Context, s Session, epoch time.Time) (*opened, error) {
+func openTopology(ctx context.Context, s Session, epoch time.Time, capt *recording) (*opened, error) {
 	only, err := s.Path.only()
 	if err != nil {
 		return nil, err
 	}
+	upTap, downTap := capt.taps()
 	topo, err := connect.NewTopology(connect.TopologyConfig{
 		Seed:       s.Seed,
 		AgentNAT:   s.Path.AgentNAT,
@@ -99,8 +101,8 @@ func openTopology(ctx context.Context, s Session, epoch time.Time) (*opened, err
 		// the same instant, where goroutine order, not the seed, would
 		// decide whether its filter lets one in.
 		InternetDelay: InternetDelay,
-		ViewerUp:      netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline},
-		ViewerDown:    netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline},
+		ViewerUp:      netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, Tap: upTap},
+		ViewerDown:    netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, Tap: downTap},
 		Relay:         relay.Config{Observe: s.Path.Observe},
 	})
 	if err != nil {
@@ -109,6 +111,15 @@ func openTopology(ctx context.Context, s Session, epoch time.Time) (*opened, err
 	acfg, vcfg := topo.AgentConfig(), topo.ViewerConfig()
 	for _, c := range []*connect.Config{&acfg, &vcfg} {
 		c.Only, c.ForceRelay, c.IgnoreLANCandidates = only, s.Path.ForceRelay, s.Path.IgnoreLANCandidates
+	}
+	if capt != nil {
+		server, client, err := quicpair.TLS(capt.keyLog())
+		if err != nil {
+			topo.Close()
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+		acfg.TLS, vcfg.TLS = server, client
+		acfg.QUIC, vcfg.QUIC = capt.quicConfig(), capt.quicConfig()
 	}
 	// The agent answers on every path it is allowed; the viewer decides.
 	var wg sync.WaitGroup

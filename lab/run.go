@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -34,24 +33,7 @@ const PathLead = 12 * time.Second
 // When ctx ends during the session, Run returns the result measured so far
 // (ScenarioResult.Interrupted says so) with an error wrapping ctx's cause.
 func Run(ctx context.Context, sc *scenarios.Scenario) (*ScenarioResult, error) {
-	p, err := convert(sc)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
-	}
-	p.session.Lead = HandshakeLead
-	if p.session.Path != nil {
-		p.session.Lead = PathLead
-	}
-	p.session.SampleEvery = DefaultSampleEvery
-	res, err := RunSessionContext(ctx, p.session)
-	if res == nil {
-		return nil, fmt.Errorf("scenario %q: %w", sc.Name, err)
-	}
-	r := newScenarioResult(sc, p, res, err)
-	if err != nil {
-		return r, fmt.Errorf("scenario %q: %w", sc.Name, err)
-	}
-	return r, nil
+	return RunWithMetrics(ctx, sc, nil)
 }
 
 func nameOf(sc *scenarios.Scenario) string {

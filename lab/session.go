@@ -27,6 +27,7 @@ import (
 	"github.com/nuvirahub/latencylab/internal/clock"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/wire"
+	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/viewer"
@@ -88,6 +89,15 @@ type Session struct {
 	// them by its strategy (N17-N19); Uplink and Downlink are then the
 	// viewer's access links. Nil is the plain link between the two.
 	Path *Path
+	// Capture records the session's packets, TLS secrets and qlogs for
+	// Wireshark and qvis; zero records nothing.
+	Capture Capture
+	// Metrics, when set, is fed as the session runs: frames and events as
+	// the ground truth records them, the controller's target as it
+	// changes, its decisions and the links' counters at every sample
+	// (every SampleEvery, or DefaultSampleEvery when that is zero). Nil
+	// costs nothing.
+	Metrics *metrics.Metrics
 }
 
 // Sample is the links' counters at one instant of the run.
@@ -181,7 +191,7 @@ func RunSession(s Session) (*Result, error) {
 // what it measured until then (Result.End says when) together with an error
 // wrapping the context's cause, so that an interrupted suite still has its
 // figures.
-func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
+func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if s.Duration <= 0 {
 		return nil, errors.New("lab: session duration must be positive")
 	}
@@ -197,18 +207,26 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dialed := time.Now()
-	var conn *opened
-	var err error
-	if s.Path != nil {
-		conn, err = openTopology(ctx, s, epoch)
-	} else {
-		conn, err = openPlain(ctx, s, epoch)
-	}
+	capt, err := startCapture(s.Capture)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.close()
+	dialed := time.Now()
+	var conn *opened
+	if s.Path != nil {
+		conn, err = openTopology(ctx, s, epoch, capt)
+	} else {
+		conn, err = openPlain(ctx, s, epoch, capt)
+	}
+	if err != nil {
+		return nil, errors.Join(err, capt.finish(nil, nil))
+	}
+	defer func() {
+		conn.close()
+		// A capture ends with the network, so that it holds every
+		// packet; its failure does not hide what the session measured.
+		err = errors.Join(err, capt.finish(conn.up, conn.down))
+	}()
 	handshake := time.Since(dialed)
 	up, down := conn.up, conn.down
 
@@ -219,7 +237,12 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	}
 	late := max(0, time.Since(zero))
 	start := zero
-	rec := groundtruth.New()
+	var rec *groundtruth.Recorder
+	if s.Metrics != nil {
+		rec = groundtruth.NewObserved(metricsObserver{s.Metrics})
+	} else {
+		rec = groundtruth.New()
+	}
 	scfg := screen.Config{Timeline: []screen.Phase{{Source: screen.Animation{}}}}
 	if s.Screen != nil {
 		scfg = *s.Screen
@@ -241,7 +264,8 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 		// zero like everything else.
 		st.Start = start
 	}
-	targets := &targetRecorder{Controller: acfg.Controller}
+	decisions := newDecisionFeed(s.Metrics, acfg.Controller)
+	targets := &targetRecorder{Controller: acfg.Controller, metrics: s.Metrics}
 	acfg.Controller = targets
 	ag, err := agent.New(acfg)
 	if err != nil {
@@ -256,10 +280,22 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	}
 
 	var samples []Sample
+	// Metrics want the links' counters even when the result does not.
+	period := s.SampleEvery
+	if period == 0 && s.Metrics != nil {
+		period = DefaultSampleEvery
+	}
+	links := newLinkFeed(s.Metrics)
 	sample := func(at time.Time) {
-		if s.SampleEvery > 0 {
-			samples = append(samples, Sample{At: at, Uplink: statsOf(up), Downlink: statsOf(down)})
+		if period == 0 {
+			return
 		}
+		smp := Sample{At: at, Uplink: statsOf(up), Downlink: statsOf(down)}
+		if s.SampleEvery > 0 {
+			samples = append(samples, smp)
+		}
+		links.feed(smp)
+		decisions.feed()
 	}
 	sample(time.Now())
 	var wg sync.WaitGroup
@@ -280,8 +316,8 @@ func RunSessionContext(ctx context.Context, s Session) (*Result, error) {
 	var interrupted error
 	for k := 1; ; k++ {
 		next := end
-		if s.SampleEvery > 0 {
-			next = minTime(end, start.Add(time.Duration(k)*s.SampleEvery))
+		if period > 0 {
+			next = minTime(end, start.Add(time.Duration(k)*period))
 		}
 		if !sleepUntil(ctx, next.Add(sampleSettle)) {
 			interrupted = fmt.Errorf("lab: session stopped after %v of %v: %w", time.Since(start), s.Duration, context.Cause(ctx))
@@ -338,6 +374,8 @@ func minTime(a, b time.Time) time.Time {
 // may change state when asked).
 type targetRecorder struct {
 	agent.Controller
+	// metrics, when set, follows the target.
+	metrics *metrics.Metrics
 
 	mu  sync.Mutex
 	log []Target
@@ -350,6 +388,7 @@ func (r *targetRecorder) Bitrate(now time.Time) int64 {
 	defer r.mu.Unlock()
 	if n := len(r.log); n == 0 || r.log[n-1].Bps != b {
 		r.log = append(r.log, Target{At: now, Bps: b})
+		r.metrics.Target(b)
 	}
 	return b
 }
@@ -377,18 +416,19 @@ func (r *targetRecorder) changes() []Target {
 
 // openPlain is the plain set-up: the two PCs on one network, joined by the
 // session's links, QUIC straight between them.
-func openPlain(ctx context.Context, s Session, epoch time.Time) (_ *opened, err error) {
+func openPlain(ctx context.Context, s Session, epoch time.Time, capt *recording) (_ *opened, err error) {
 	n := netem.NewNetwork(s.Seed)
 	defer func() {
 		if err != nil {
 			n.Close()
 		}
 	}()
-	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline})
+	upTap, downTap := capt.taps()
+	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, Tap: upTap})
 	if err != nil {
 		return nil, fmt.Errorf("lab: uplink: %w", err)
 	}
-	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline})
+	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, Tap: downTap})
 	if err != nil {
 		return nil, fmt.Errorf("lab: downlink: %w", err)
 	}
@@ -400,7 +440,7 @@ func openPlain(ctx context.Context, s Session, epoch time.Time) (_ *opened, err 
 	if err != nil {
 		return nil, err
 	}
-	pair, err := quicpair.Open(ctx, agentConn, viewerConn, nil, nil)
+	pair, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, capt.quicConfig(), capt.keyLog())
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}

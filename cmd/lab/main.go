@@ -1,8 +1,9 @@
-// Command lab is the latency lab's command line: demo, a real-time QUIC bulk
-// transfer over loopback through the impairment proxy with the documented
-// bad-network conditions; codecs, the codec benchmark. The scenario suite
-// runs inside go test (make suite); reports and the standalone proxy come
-// with their issues.
+// Command lab is the latency lab's command line: real-time runs (demo, a
+// QUIC bulk transfer through the impairment proxy; proxy, the proxy for any
+// program's traffic with a scenario's network), the codec benchmark, and the
+// report jobs (nightly, accept, compare, sweep, sweep-merge, report). The
+// scenario suite runs inside go test (make suite); so do the jobs that run
+// sessions in virtual time, which this command starts with go test.
 package main
 
 import (
@@ -14,6 +15,7 @@ const usage = `usage: lab <command> [flags]
 
 commands:
   demo    QUIC bulk transfer through the real-time impairment proxy on loopback
+  proxy   the real-time impairment proxy for any program's UDP traffic, with a scenario's network and an HTTP API
   codecs  the codec benchmark: tile XOR+zstd vs Hextile vs ZRLE (E1-E13)
   report  render result JSONs (make suite) as report.md and report.html with plots
   sweep   an ABR parameter sweep over scenarios, or one shard of it (-shard i/n)
@@ -21,6 +23,7 @@ commands:
   nightly the library with several seeds against testdata/baselines; fails on a regression
   accept  run the nightly and write its runs as the new baseline (testdata/baselines)
   compare one scenario, a group or the library under two configurations: report, plots, verdict
+  openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
 
 Run "lab <command> -h" for a command's flags.
 `
@@ -34,6 +37,8 @@ func main() {
 	switch os.Args[1] {
 	case "demo":
 		err = demo(os.Args[2:], os.Stdout)
+	case "proxy":
+		err = proxyMain(os.Args[2:], os.Stdout)
 	case "codecs":
 		err = codecs(os.Args[2:], os.Stdout)
 	case "report":
@@ -46,6 +51,8 @@ func main() {
 		err = nightlyCmd(os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
 	case "compare":
 		err = compareCmd(os.Args[2:], os.Stdout, os.Stderr)
+	case "openmetrics":
+		err = openmetricsCmd(os.Args[2:], os.Stdout)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

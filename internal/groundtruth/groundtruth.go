@@ -73,13 +73,34 @@ type Event struct {
 // Recorder collects a session's ground truth. It is safe for concurrent use.
 // A nil *Recorder records nothing, so components run without one.
 type Recorder struct {
-	mu     sync.Mutex
-	frames map[uint64]*Frame
-	events []Event
+	mu       sync.Mutex
+	frames   map[uint64]*Frame
+	events   []Event
+	observer Observer
+}
+
+// Observer is told of every change as it is recorded, so that live figures
+// (metrics) follow the session without polling the recorder. It is called
+// with the recorder's lock held, which keeps the calls in the order the
+// changes were made; it must therefore be quick and must not call the
+// recorder back.
+type Observer interface {
+	// FrameChanged gets a frame's record before and after an update.
+	FrameChanged(before, after Frame)
+	// EventRecorded gets each event.
+	EventRecorded(e Event)
 }
 
 // New returns an empty recorder.
 func New() *Recorder { return &Recorder{frames: map[uint64]*Frame{}} }
+
+// NewObserved returns an empty recorder that tells o of every change; a nil
+// o observes nothing, like New.
+func NewObserved(o Observer) *Recorder {
+	r := New()
+	r.observer = o
+	return r
+}
 
 // Update applies fn to frame seq's record, creating it if needed.
 func (r *Recorder) Update(seq uint64, fn func(*Frame)) {
@@ -93,7 +114,13 @@ func (r *Recorder) Update(seq uint64, fn func(*Frame)) {
 		f = &Frame{Seq: seq}
 		r.frames[seq] = f
 	}
+	if r.observer == nil {
+		fn(f)
+		return
+	}
+	before := *f
 	fn(f)
+	r.observer.FrameChanged(before, *f)
 }
 
 // Event records an event.
@@ -104,6 +131,9 @@ func (r *Recorder) Event(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
+	if r.observer != nil {
+		r.observer.EventRecorded(e)
+	}
 }
 
 // Frames returns a copy of every frame's record, by sequence number.

@@ -17,6 +17,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"sync"
@@ -107,7 +108,14 @@ type Pair struct {
 // a proxy's address to go through it). conf may be nil for quic-go's
 // defaults. The PacketConns stay the caller's: Close does not close them.
 func Open(ctx context.Context, serverConn, clientConn net.PacketConn, dial net.Addr, conf *quic.Config) (*Pair, error) {
-	serverTLS, clientTLS, err := TLS()
+	return OpenKeyLog(ctx, serverConn, clientConn, dial, conf, nil)
+}
+
+// OpenKeyLog is Open with both ends writing their TLS secrets to keyLog in
+// NSS key log format, so that Wireshark can decrypt a capture of the
+// connection. A nil keyLog writes nothing.
+func OpenKeyLog(ctx context.Context, serverConn, clientConn net.PacketConn, dial net.Addr, conf *quic.Config, keyLog io.Writer) (*Pair, error) {
+	serverTLS, clientTLS, err := TLS(keyLog)
 	if err != nil {
 		return nil, err
 	}

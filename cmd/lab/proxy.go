@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+const proxyUsage = `usage: lab proxy -scenario NAME|FILE -target HOST:PORT [flags]
+
+Runs the real-time impairment proxy for any program's UDP traffic, with a
+scenario's network: datagrams sent to the proxy's address reach the target
+through the scenario's up link (the viewer's side is the client), and the
+target's replies come back through its down link, phases and all, counted
+from the proxy's start. A status line every second shows what crossed each
+way. An HTTP API (loopback unless told otherwise) changes the impairments
+while it runs:
+
+  GET  /status            both links' counters and the current impairments (JSON)
+  PUT  /up, /down, /both  replace a direction's impairments with one phase,
+                          written as in a scenario file, e.g.
+                          curl -X PUT --data '{delay: 50ms, loss: 2%}' http://ADDR/down
+
+Stops on Ctrl-C or after -duration.
+
+flags:
+`
+
+// proxyFlags are lab proxy's settings.
+type proxyFlags struct {
+	scenario, target, listen, api string
+	duration                      time.Duration
+}
+
+func parseProxy(args []string, out io.Writer) (proxyFlags, error) {
+	var f proxyFlags
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() { fmt.Fprint(out, proxyUsage); fs.PrintDefaults() }
+	fs.StringVar(&f.scenario, "scenario", "", "a scenario of the library by name, or a scenario file")
+	fs.StringVar(&f.target, "target", "", "where the clients' datagrams go (host:port)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "the address clients send to")
+	fs.StringVar(&f.api, "api", "127.0.0.1:0", "the HTTP API's address (empty: no API)")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, fmt.Errorf("proxy: unexpected argument %q", fs.Arg(0))
+	case f.scenario == "":
+		return f, errors.New("proxy: -scenario is required: a library name like mobile-spikes, or a .yaml file")
+	case f.target == "":
+		return f, errors.New("proxy: -target is required: the host:port the program's datagrams are for")
+	case f.duration < 0:
+		return f, fmt.Errorf("proxy: -duration %v: must not be negative", f.duration)
+	}
+	return f, nil
+}
+
+// loadScenario finds a scenario by library name or reads a file.
+func loadScenario(name string) (*scenarios.Scenario, error) {
+	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+		return scenarios.LoadFile(name)
+	}
+	lib, err := scenarios.Library()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, sc := range lib {
+		if sc.Name == name {
+			return sc, nil
+		}
+		names = append(names, sc.Name)
+	}
+	return nil, fmt.Errorf("no scenario %q in the library (a file must end in .yaml); the library has: %s", name, strings.Join(names, ", "))
+}
+
+// bodyError finds the wrapped scenario's place in a loader error, and
+// bodyOffset is how many lines come before the body in it.
+var bodyError = regexp.MustCompile(`request:(\d+): network\.both(?:\[0\])?\.?`)
+
+const bodyOffset = 5
+
+// phaseImpairments reads one phase written as in a scenario file (the
+// API's body) through the scenario loader, so that its mistakes are
+// reported as the loader reports them.
+func phaseImpairments(body []byte) ([]netem.Impairment, error) {
+	doc := "name: api\ndescription: a phase sent to the proxy's API\nduration: 1s\nnetwork:\n  both:\n"
+	for _, line := range strings.Split(strings.TrimRight(string(body), "\n"), "\n") {
+		doc += "    " + line + "\n"
+	}
+	sc, err := scenarios.Parse("request", []byte(doc), nil)
+	if err != nil {
+		// Speak of the body the user sent, not of the scenario it was
+		// wrapped in: its lines and its fields.
+		return nil, errors.New(bodyError.ReplaceAllStringFunc(err.Error(), func(m string) string {
+			sub := bodyError.FindStringSubmatch(m)
+			n, _ := strconv.Atoi(sub[1])
+			return fmt.Sprintf("line %d: ", n-bodyOffset)
+		}))
+	}
+	if len(sc.Network.Up) != 1 {
+		return nil, errors.New("expected one phase, like {delay: 50ms, loss: 2%}")
+	}
+	up, _, err := lab.Links(sc)
+	if err != nil {
+		return nil, err
+	}
+	return up.Impairments, nil
+}
+
+// proxyServer is a running proxy and its API.
+type proxyServer struct {
+	proxy *netem.Proxy
+	mu    sync.Mutex
+	now   map[string]string // what each direction runs, as written
+}
+
+// status is GET /status's answer.
+type proxyStatus struct {
+	Listen  string            `json:"listen"`
+	Clients int               `json:"clients"`
+	Up      netem.Stats       `json:"up"`
+	Down    netem.Stats       `json:"down"`
+	Now     map[string]string `json:"impairments"`
+}
+
+func (s *proxyServer) status() proxyStatus {
+	up, down := s.proxy.Stats()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := map[string]string{}
+	for k, v := range s.now {
+		now[k] = v
+	}
+	return proxyStatus{Listen: s.proxy.Addr().String(), Clients: s.proxy.Clients(), Up: up, Down: down, Now: now}
+}
+
+// ServeHTTP is the API.
+func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/status" && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.status())
+	case r.Method == http.MethodPut && (r.URL.Path == "/up" || r.URL.Path == "/down" || r.URL.Path == "/both"):
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		imps, err := phaseImpairments(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		dir := strings.TrimPrefix(r.URL.Path, "/")
+		if dir == "up" || dir == "both" {
+			err = errors.Join(err, s.proxy.SetForward(imps))
+		}
+		if dir == "down" || dir == "both" {
+			err = errors.Join(err, s.proxy.SetReverse(imps))
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		for _, d := range []string{"up", "down"} {
+			if dir == d || dir == "both" {
+				s.now[d] = strings.TrimSpace(string(body))
+			}
+		}
+		s.mu.Unlock()
+		fmt.Fprintf(w, "%s: %s\n", dir, strings.TrimSpace(string(body)))
+	default:
+		http.Error(w, "GET /status, or PUT /up, /down or /both with a phase like {delay: 50ms, loss: 2%}", http.StatusNotFound)
+	}
+}
+
+// proxyCmd runs lab proxy; ready, when set, gets the proxy's and the API's
+// addresses once both listen (for tests).
+func proxyCmd(ctx context.Context, args []string, out io.Writer, ready func(proxy, api string)) error {
+	f, err := parseProxy(args, out)
+	if err != nil {
+		return err
+	}
+	sc, err := loadScenario(f.scenario)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	up, down, err := lab.Links(sc)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	p, err := netem.NewProxy(netem.ProxyConfig{Listen: f.listen, Target: f.target, Forward: up, Reverse: down})
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	defer p.Close()
+	srv := &proxyServer{proxy: p, now: map[string]string{"up": "scenario " + sc.Name, "down": "scenario " + sc.Name}}
+	apiAddr := ""
+	if f.api != "" {
+		ln, err := net.Listen("tcp", f.api)
+		if err != nil {
+			return fmt.Errorf("proxy: API: %w", err)
+		}
+		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+		go hs.Serve(ln)
+		defer hs.Close()
+		apiAddr = ln.Addr().String()
+	}
+	fmt.Fprintf(out, "proxy: %s -> %s with scenario %s's network (up: client to target, down: back)\n", p.Addr(), f.target, sc.Name)
+	if apiAddr != "" {
+		fmt.Fprintf(out, "proxy: API on http://%s (GET /status, PUT /up, /down, /both)\n", apiAddr)
+	}
+	if ready != nil {
+		ready(p.Addr().String(), apiAddr)
+	}
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			st := srv.status()
+			fmt.Fprintf(out, "\nproxy: done; up %d packets in, %d out; down %d in, %d out\n",
+				st.Up.Offered.Packets, st.Up.Delivered.Packets, st.Down.Offered.Packets, st.Down.Delivered.Packets)
+			return nil
+		case <-tick.C:
+			st := srv.status()
+			fmt.Fprintf(os.Stderr, "\rproxy: %d clients; up %d in %d out %d dropped; down %d in %d out %d dropped   ",
+				st.Clients, st.Up.Offered.Packets, st.Up.Delivered.Packets, st.Up.DroppedTotal().Packets,
+				st.Down.Offered.Packets, st.Down.Delivered.Packets, st.Down.DroppedTotal().Packets)
+		}
+	}
+}
+
+// proxyMain is lab proxy from the command line: it stops on Ctrl-C.
+func proxyMain(args []string, out io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return proxyCmd(ctx, args, out, nil)
+}

@@ -1,0 +1,197 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/qlogwriter"
+
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/pcap"
+)
+
+// Capture records a session for the tools engineers debug QUIC with
+// (issue 9): a pcapng capture of the viewer's links for Wireshark, the TLS
+// key log that lets Wireshark decrypt it, and a qlog of each endpoint for
+// qvis. Its zero value records nothing and costs nothing.
+type Capture struct {
+	// Pcap, when set, receives a pcapng capture of the session's Uplink
+	// and Downlink (with a Path, the viewer's access links): interfaces
+	// uplink-in, uplink-out, downlink-in and downlink-out, each packet
+	// offered to a link on its -in interface with its fate as the packet
+	// comment ("dropped: loss", "delivered after 25ms"), see netem/pcap.
+	// The capture ends once the session's network is closed, with the
+	// links' final counters as the interfaces' statistics.
+	Pcap io.Writer
+	// KeyLog, when set, receives the TLS secrets of the session's QUIC
+	// connections in NSS key log format, Wireshark's tls.keylog_file.
+	KeyLog io.Writer
+	// QlogDir, when set, is a directory (made if missing) where each
+	// endpoint writes a qlog in JSON-SEQ, the form qvis opens:
+	// agent.sqlog and viewer.sqlog. A Path may make several connections
+	// while it tries its strategies; the later ones of an endpoint are
+	// agent-2.sqlog, agent-3.sqlog and so on.
+	QlogDir string
+}
+
+// enabled reports whether anything is to be recorded.
+func (c Capture) enabled() bool {
+	return c.Pcap != nil || c.KeyLog != nil || c.QlogDir != ""
+}
+
+// recording is a Capture under way. A nil *recording records nothing, so
+// sessions without a Capture go the way they always went.
+type recording struct {
+	cfg      Capture
+	pcap     *pcap.Writer
+	up, down *pcap.Tap
+
+	mu    sync.Mutex
+	qlogs map[string]int // connections traced per endpoint
+	err   error          // the first qlog error
+	open  sync.WaitGroup // qlog files not yet closed
+}
+
+// startCapture prepares the recording of a session; nil when c is zero.
+func startCapture(c Capture) (*recording, error) {
+	if !c.enabled() {
+		return nil, nil
+	}
+	r := &recording{cfg: c, qlogs: map[string]int{}}
+	if c.Pcap != nil {
+		r.pcap = pcap.NewWriter(c.Pcap)
+		var err error
+		if r.up, err = r.pcap.Tap("uplink"); err != nil {
+			return nil, fmt.Errorf("lab: capture: %w", err)
+		}
+		if r.down, err = r.pcap.Tap("downlink"); err != nil {
+			return nil, fmt.Errorf("lab: capture: %w", err)
+		}
+	}
+	if c.QlogDir != "" {
+		if err := os.MkdirAll(c.QlogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("lab: capture: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// taps returns the taps for the uplink and the downlink; nil interfaces
+// (not nil pointers in them) when there is no pcap, so the links pay
+// nothing.
+func (r *recording) taps() (up, down netem.Tap) {
+	if r == nil || r.pcap == nil {
+		return nil, nil
+	}
+	return r.up, r.down
+}
+
+// keyLog is where the TLS secrets go, or nil.
+func (r *recording) keyLog() io.Writer {
+	if r == nil {
+		return nil
+	}
+	return r.cfg.KeyLog
+}
+
+// quicConfig is the QUIC configuration both ends use: quic-go's defaults
+// (nil) unless the endpoints are to write qlogs.
+func (r *recording) quicConfig() *quic.Config {
+	if r == nil || r.cfg.QlogDir == "" {
+		return nil
+	}
+	return &quic.Config{Tracer: r.tracer}
+}
+
+// tracer is quic.Config.Tracer: one JSON-SEQ file per connection, named by
+// the endpoint's role. The lab's agent always accepts and its viewer
+// always dials, so the perspective says which is which.
+func (r *recording) tracer(_ context.Context, isClient bool, odcid quic.ConnectionID) qlogwriter.Trace {
+	role := "agent"
+	if isClient {
+		role = "viewer"
+	}
+	r.mu.Lock()
+	r.qlogs[role]++
+	name := role + ".sqlog"
+	if k := r.qlogs[role]; k > 1 {
+		name = fmt.Sprintf("%s-%d.sqlog", role, k)
+	}
+	r.mu.Unlock()
+	f, err := os.Create(filepath.Join(r.cfg.QlogDir, name))
+	if err != nil {
+		r.fail(err)
+		return nil // quic-go then traces nothing for this connection
+	}
+	r.open.Add(1)
+	trace := qlogwriter.NewConnectionFileSeq(&qlogFile{Writer: bufio.NewWriter(f), f: f, r: r}, isClient, odcid)
+	// The trace's writer goroutine ends when quic-go closes the
+	// connection's recorder; finish waits for that through r.open.
+	go trace.Run()
+	return trace
+}
+
+func (r *recording) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = fmt.Errorf("lab: qlog: %w", err)
+	}
+}
+
+// qlogFile buffers a qlog file and tells the recording when it is
+// complete.
+type qlogFile struct {
+	*bufio.Writer
+	f    *os.File
+	r    *recording
+	once sync.Once
+}
+
+// Close implements io.Closer.
+func (q *qlogFile) Close() error {
+	q.once.Do(func() {
+		defer q.r.open.Done()
+		if err := errors.Join(q.Flush(), q.f.Close()); err != nil {
+			q.r.fail(err)
+		}
+	})
+	return nil
+}
+
+// finish completes the recording once the session's network and
+// connections are closed: the links' final counters (packets lost at
+// Close included) end the pcap, and the qlog files are complete. It
+// returns the first error any part met.
+func (r *recording) finish(up, down *netem.Link) error {
+	if r == nil {
+		return nil
+	}
+	var errs []error
+	if r.pcap != nil {
+		for _, l := range []struct {
+			name string
+			link *netem.Link
+		}{{"uplink", up}, {"downlink", down}} {
+			if l.link != nil {
+				errs = append(errs, r.pcap.WriteStats(l.name, l.link.Stats()))
+			}
+		}
+		errs = append(errs, r.pcap.Close())
+	}
+	r.open.Wait()
+	r.mu.Lock()
+	errs = append(errs, r.err)
+	r.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lab: capture: %w", err)
+	}
+	return nil
+}

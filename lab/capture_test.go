@@ -1,0 +1,226 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket/pcapgo"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/pcap"
+)
+
+// captured runs a short session with loss on the downlink and every
+// Capture option on, and returns the files' paths.
+func captured(t *testing.T) (res *Result, pcapPath, keysPath, qlogDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	pcapPath, keysPath, qlogDir = filepath.Join(dir, "session.pcapng"), filepath.Join(dir, "keys.log"), filepath.Join(dir, "qlog")
+	pf, err := os.Create(pcapPath)
+	require.NoError(t, err)
+	kf, err := os.Create(keysPath)
+	require.NoError(t, err)
+	s := Session{
+		Seed: 1, Duration: 300 * time.Millisecond,
+		Uplink: lan(), Downlink: append(lan(), &netem.Loss{Probability: 0.05}),
+		Capture: Capture{Pcap: pf, KeyLog: kf, QlogDir: qlogDir},
+	}
+	res = run(t, s)
+	require.NoError(t, pf.Close())
+	require.NoError(t, kf.Close())
+	return res, pcapPath, keysPath, qlogDir
+}
+
+// tsharkPath finds tshark, skipping the test without it unless CI demands
+// it (LAB_REQUIRE_TSHARK=1).
+func tsharkPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Getenv("LAB_REQUIRE_TSHARK") == "1" {
+			t.Fatalf("tshark not found in PATH but LAB_REQUIRE_TSHARK=1: install Debian's tshark package: %v", err)
+		}
+		t.Skip("tshark not found in PATH: install Debian's tshark package (apt-get install tshark) to run this test; LAB_REQUIRE_TSHARK=1 makes its absence a failure")
+	}
+	return p
+}
+
+// tsharkFields runs tshark over a capture with the key log and returns one
+// row of the fields per frame that passes filter.
+func tsharkFields(t *testing.T, tshark, file, keys, filter string, fields ...string) [][]string {
+	t.Helper()
+	args := []string{"-r", file, "-o", "tls.keylog_file:" + keys, "-T", "fields", "-E", "separator=/t"}
+	if filter != "" {
+		args = append(args, "-Y", filter)
+	}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(tshark, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "tshark %v: %s", args, stderr.String())
+	var rows [][]string
+	for line := range strings.SplitSeq(strings.TrimRight(string(out), "\n"), "\n") {
+		if line != "" {
+			rows = append(rows, strings.Split(line, "\t"))
+		}
+	}
+	return rows
+}
+
+// finalStats reads the links' final counters that the capture ends with,
+// as pcapng interface statistics: packets per interface, and drops by
+// reason from the -in interface's comment.
+func finalStats(t *testing.T, file string) (packets map[string]uint64, drops map[string]map[string]uint64) {
+	t.Helper()
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+	require.NoError(t, err)
+	for {
+		if _, _, err := r.ReadPacketData(); err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+	}
+	packets, drops = map[string]uint64{}, map[string]map[string]uint64{}
+	for i := range r.NInterfaces() {
+		intf, err := r.Interface(i)
+		require.NoError(t, err)
+		packets[intf.Name] = intf.Statistics.PacketsReceived
+		if link, ok := strings.CutSuffix(intf.Name, "-in"); ok {
+			drops[link] = map[string]uint64{}
+			list, _ := strings.CutPrefix(intf.Statistics.Comment, "drops: ")
+			for kv := range strings.FieldsSeq(list) {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					continue // "no drops"
+				}
+				n, err := strconv.ParseUint(v, 10, 64)
+				require.NoError(t, err)
+				drops[link][k] = n
+			}
+		}
+	}
+	return packets, drops
+}
+
+// A session's capture, decrypted by tshark with the session's key log,
+// shows the QUIC handshake of both ends and, on each side of each link,
+// exactly the packets the link counted: every offered packet on -in, every
+// delivered one on -out, and every drop marked with its reason.
+func TestCaptureTshark(t *testing.T) {
+	tshark := tsharkPath(t)
+	res, file, keys, _ := captured(t)
+	require.NotZero(t, res.Downlink.Dropped[netem.DropLoss].Packets, "the test needs drops")
+
+	rows := tsharkFields(t, tshark, file, keys, "", "frame.interface_name", "frame.comment", "tls.handshake.type")
+	perIface := map[string]uint64{}
+	dropped := map[string]map[string]uint64{"uplink": {}, "downlink": {}}
+	deliveredFate := map[string]uint64{}
+	handshake := map[string][]string{} // TLS handshake message types by interface
+	for _, row := range rows {
+		row = append(row, "", "", "")
+		iface, comment, hs := row[0], row[1], row[2]
+		perIface[iface]++
+		if link, ok := strings.CutSuffix(iface, "-in"); ok {
+			switch {
+			case strings.HasPrefix(comment, pcap.DroppedPrefix):
+				dropped[link][strings.TrimPrefix(comment, pcap.DroppedPrefix)]++
+			case strings.HasPrefix(comment, pcap.DeliveredPrefix):
+				deliveredFate[link]++
+			default:
+				t.Errorf("packet on %s without its fate: comment %q", iface, comment)
+			}
+		}
+		if hs != "" {
+			handshake[iface] = append(handshake[iface], strings.Split(hs, ",")...)
+		}
+	}
+	// The ClientHello is readable without keys (Initial keys derive from
+	// the connection ID); the Finished messages of both ends are in
+	// Handshake packets, which only the key log decrypts.
+	const clientHello, serverHello, finished = "1", "2", "20"
+	require.Contains(t, handshake["uplink-in"], clientHello)
+	require.Contains(t, handshake["uplink-in"], finished, "client Finished decrypted")
+	require.Contains(t, handshake["downlink-in"], serverHello)
+	require.Contains(t, handshake["downlink-in"], finished, "server Finished decrypted")
+
+	// The capture ends with the links' counters after Close: they include
+	// the last packets (the CONNECTION_CLOSE) sent after the Result's
+	// snapshot, and those still in flight at Close (DropClosed).
+	stats, drops := finalStats(t, file)
+	for _, link := range []string{"uplink", "downlink"} {
+		require.Equal(t, stats[link+"-in"], perIface[link+"-in"], "%s: offered packets", link)
+		require.Equal(t, stats[link+"-out"], perIface[link+"-out"], "%s: delivered packets", link)
+		closed := drops[link][string(netem.DropClosed)]
+		delete(drops[link], string(netem.DropClosed))
+		require.Equal(t, drops[link], dropped[link], "%s: drops by reason", link)
+		require.Equal(t, deliveredFate[link], perIface[link+"-out"]+closed, "%s: every packet due leaves, but those lost at Close", link)
+	}
+	require.GreaterOrEqual(t, perIface["downlink-in"], res.Downlink.Offered.Packets)
+	require.LessOrEqual(t, perIface["downlink-in"], res.Downlink.Offered.Packets+2, "only the closing packets come after the result")
+	require.Equal(t, res.Downlink.Dropped[netem.DropLoss].Packets, dropped["downlink"][string(netem.DropLoss)])
+	t.Logf("packets %v, drops %v", perIface, dropped)
+
+	// Every packet shows twice in the capture (entering and leaving), so
+	// Wireshark, which expects packet numbers to rise across a key update,
+	// decrypts 1-RTT packets only until quic-go's first one. What one host
+	// would have captured, one link's -in and the other's -out, decrypts
+	// whole: the agent's side here.
+	side := filepath.Join(filepath.Dir(file), "agent-side.pcapng")
+	out, err := exec.Command(tshark, "-r", file, "-Y", `frame.interface_name == "downlink-in" || frame.interface_name == "uplink-out"`, "-w", side).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	short := tsharkFields(t, tshark, side, keys, "quic.short", "quic.decryption_failed", "quic.frame_type")
+	require.NotEmpty(t, short)
+	for _, row := range short {
+		row = append(row, "", "")
+		require.Empty(t, row[0], "a 1-RTT packet failed to decrypt")
+		require.NotEmpty(t, row[1], "a 1-RTT packet's frames")
+	}
+	require.Greater(t, len(short), 100, "past quic-go's first key update")
+}
+
+// Both endpoints write a qlog, JSON-SEQ as qvis reads it, with the
+// handshake in it.
+func TestCaptureQlog(t *testing.T) {
+	_, _, _, dir := captured(t)
+	for _, name := range []string{"agent.sqlog", "viewer.sqlog"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Equal(t, byte(0x1e), data[0], "%s: JSON-SEQ records begin with RS", name)
+		states := map[string]bool{}
+		records := bytes.Split(data[1:], []byte{0x1e})
+		var header map[string]any
+		require.NoError(t, json.Unmarshal(records[0], &header), name)
+		require.Equal(t, "JSON-SEQ", header["qlog_format"], name)
+		for _, rec := range records[1:] {
+			var ev struct {
+				Name string
+				Data struct{ New string }
+			}
+			require.NoError(t, json.Unmarshal(rec, &ev), "%s: %s", name, rec)
+			if ev.Name == "quic:connection_state_updated" {
+				states[ev.Data.New] = true
+			}
+		}
+		for _, s := range []string{"handshake_started", "handshake_complete", "handshake_confirmed", "closed"} {
+			require.True(t, states[s], "%s: connection state %s", name, s)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "one file per endpoint")
+}

@@ -1,0 +1,24 @@
+package lab
+
+import (
+	"fmt"
+
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Links turns a scenario's network into the two links the lab would give a
+// session: up (viewer to agent) and down (agent to viewer), each with its
+// first phase's impairments and the later phases as a timeline counted from
+// the links' epoch. It is how the real-time proxy applies a scenario's
+// network to any program's traffic. Traces are read as Run reads them.
+func Links(sc *scenarios.Scenario) (up, down netem.LinkConfig, err error) {
+	p, err := convert(sc)
+	if err != nil {
+		return up, down, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
+	}
+	s := p.session
+	up = netem.LinkConfig{Name: "up", Seed: s.Seed, Impairments: s.Uplink, Timeline: s.UplinkTimeline}
+	down = netem.LinkConfig{Name: "down", Seed: s.Seed, Impairments: s.Downlink, Timeline: s.DownlinkTimeline}
+	return up, down, nil
+}

@@ -1,0 +1,121 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// metricsObserver turns the ground truth's changes into metrics as they
+// are recorded: the recorder is the one place that sees every frame's true
+// instants, whichever component set them.
+type metricsObserver struct{ m *metrics.Metrics }
+
+// FrameChanged implements groundtruth.Observer. A frame counts at the
+// update that first sets an instant, so an instant rewritten later (none
+// is today) would not count twice.
+func (o metricsObserver) FrameChanged(before, after groundtruth.Frame) {
+	if before.Sent.IsZero() && !after.Sent.IsZero() {
+		o.m.FrameSent(after.Bytes)
+	}
+	if before.Arrived.IsZero() && !after.Arrived.IsZero() {
+		o.m.FrameArrived(after.Network())
+	}
+	if before.Displayed.IsZero() && !after.Displayed.IsZero() {
+		o.m.FrameDisplayed(after.Latency())
+	}
+}
+
+// EventRecorded implements groundtruth.Observer.
+func (o metricsObserver) EventRecorded(e groundtruth.Event) {
+	switch e.Kind {
+	case EventSkip:
+		o.m.FrameSkipped(e.Reason)
+	case EventDrop:
+		o.m.FrameDropped(e.Reason)
+	}
+}
+
+// linkFeed turns the links' cumulative counters, read at each sample, into
+// the metrics' periods. The first sample, at time zero, only sets the
+// reference, so that the counters count from time zero as the result's
+// link totals do, the handshake's traffic left out.
+type linkFeed struct {
+	m    *metrics.Metrics
+	prev *Sample
+}
+
+func newLinkFeed(m *metrics.Metrics) *linkFeed { return &linkFeed{m: m} }
+
+func (f *linkFeed) feed(s Sample) {
+	if f.m == nil {
+		return
+	}
+	if f.prev == nil {
+		f.m.Link(metrics.Up, metrics.LinkSample{QueueBytes: int64(s.Uplink.Backlog.Bytes)})
+		f.m.Link(metrics.Down, metrics.LinkSample{QueueBytes: int64(s.Downlink.Backlog.Bytes)})
+	} else {
+		f.m.Link(metrics.Up, metrics.LinkSampleOf(f.prev.Uplink, s.Uplink))
+		f.m.Link(metrics.Down, metrics.LinkSampleOf(f.prev.Downlink, s.Downlink))
+	}
+	f.prev = &s
+}
+
+// decisionFeed counts an adaptive controller's new decisions at each
+// sample. The controllers keep their decisions rather than announce them,
+// and the target's changes do not say which rule made them (nor show
+// GCC's holds), so they are read back; reading at the samples keeps the
+// copy of the list off the per-frame path.
+type decisionFeed struct {
+	m    *metrics.Metrics
+	read func(start time.Time) []DecisionRecord
+	seen int
+}
+
+func newDecisionFeed(m *metrics.Metrics, c agent.Controller) *decisionFeed {
+	if m == nil {
+		return &decisionFeed{}
+	}
+	return &decisionFeed{m: m, read: controllerDecisions(c)}
+}
+
+func (f *decisionFeed) feed() {
+	if f.read == nil {
+		return
+	}
+	ds := f.read(time.Time{})
+	for _, d := range ds[min(f.seen, len(ds)):] {
+		f.m.Decision(d.Rule)
+	}
+	f.seen = max(f.seen, len(ds))
+}
+
+// RunWithMetrics is Run with the session feeding m as it goes
+// (Session.Metrics): for a real-time run served on /metrics, or a test
+// that compares the live figures with the result.
+func RunWithMetrics(ctx context.Context, sc *scenarios.Scenario, m *metrics.Metrics) (*ScenarioResult, error) {
+	p, err := convert(sc)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
+	}
+	p.session.Lead = HandshakeLead
+	if p.session.Path != nil {
+		p.session.Lead = PathLead
+	}
+	p.session.SampleEvery = DefaultSampleEvery
+	p.session.Metrics = m
+	res, err := RunSessionContext(ctx, p.session)
+	if res == nil {
+		return nil, fmt.Errorf("scenario %q: %w", sc.Name, err)
+	}
+	r := newScenarioResult(sc, p, res, err)
+	if err != nil {
+		return r, fmt.Errorf("scenario %q: %w", sc.Name, err)
+	}
+	return r, nil
+}
