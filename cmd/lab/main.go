@@ -7,6 +7,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -59,6 +61,9 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "lab: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // the command printed its usage: asked for, not a failure
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
