@@ -168,21 +168,18 @@ func (q *qlogFile) Close() error {
 
 // finish completes the recording once the session's network and
 // connections are closed: the links' final counters (packets lost at
-// Close included) end the pcap, and the qlog files are complete. It
-// returns the first error any part met.
-func (r *recording) finish(up, down *netem.Link) error {
+// Close included), read from stats, end the pcap (nil when the session
+// never connected), and the qlog files are complete. It returns the first
+// error any part met.
+func (r *recording) finish(stats func() (up, down netem.Stats)) error {
 	if r == nil {
 		return nil
 	}
 	var errs []error
 	if r.pcap != nil {
-		for _, l := range []struct {
-			name string
-			link *netem.Link
-		}{{"uplink", up}, {"downlink", down}} {
-			if l.link != nil {
-				errs = append(errs, r.pcap.WriteStats(l.name, l.link.Stats()))
-			}
+		if stats != nil {
+			up, down := stats()
+			errs = append(errs, r.pcap.WriteStats("uplink", up), r.pcap.WriteStats("downlink", down))
 		}
 		errs = append(errs, r.pcap.Close())
 	}

@@ -99,6 +99,12 @@ func (f *decisionFeed) feed() {
 // (Session.Metrics): for a real-time run served on /metrics, or a test
 // that compares the live figures with the result.
 func RunWithMetrics(ctx context.Context, sc *scenarios.Scenario, m *metrics.Metrics) (*ScenarioResult, error) {
+	return runConfigured(ctx, sc, func(s *Session) { s.Metrics = m })
+}
+
+// runConfigured is Run with configure setting what the scenario does not
+// say (metrics, capture, the clock's kind) on the session before it runs.
+func runConfigured(ctx context.Context, sc *scenarios.Scenario, configure func(*Session)) (*ScenarioResult, error) {
 	p, err := convert(sc)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
@@ -108,7 +114,7 @@ func RunWithMetrics(ctx context.Context, sc *scenarios.Scenario, m *metrics.Metr
 		p.session.Lead = PathLead
 	}
 	p.session.SampleEvery = DefaultSampleEvery
-	p.session.Metrics = m
+	configure(&p.session)
 	res, err := RunSessionContext(ctx, p.session)
 	if res == nil {
 		return nil, fmt.Errorf("scenario %q: %w", sc.Name, err)

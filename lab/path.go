@@ -77,9 +77,12 @@ func (p *Path) only() (connect.Path, error) {
 // opened is a session's connection, whichever way it was made.
 type opened struct {
 	agent, viewer *quic.Conn
-	up, down      *netem.Link // the viewer's links; nil is a perfect one
-	path          *PathResult
-	close         func()
+	// stats reads the counters of the viewer's links, up and down: a
+	// function rather than the links, because the real-time proxy keeps
+	// its links to itself and shows only their counters.
+	stats func() (up, down netem.Stats)
+	path  *PathResult
+	close func()
 }
 
 // openTopology builds the two-site topology with the session's links as
@@ -146,14 +149,19 @@ func openTopology(ctx context.Context, s Session, epoch time.Time, capt *recordi
 	}
 	return &opened{
 		agent: agent.Conn, viewer: viewer.Conn,
-		up: topo.ViewerUpLink, down: topo.ViewerDownLink,
-		path: &PathResult{Path: viewer.Path, AgentPath: agent.Path, Steps: viewer.Steps, Connect: connected},
+		stats: linkStats(topo.ViewerUpLink, topo.ViewerDownLink),
+		path:  &PathResult{Path: viewer.Path, AgentPath: agent.Path, Steps: viewer.Steps, Connect: connected},
 		close: func() {
 			viewer.Close()
 			agent.Close()
 			topo.Close()
 		},
 	}, nil
+}
+
+// linkStats is opened.stats for links of the in-memory network.
+func linkStats(up, down *netem.Link) func() (netem.Stats, netem.Stats) {
+	return func() (netem.Stats, netem.Stats) { return statsOf(up), statsOf(down) }
 }
 
 // statsOf reads a link's counters; a nil link (a perfect one that was

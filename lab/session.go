@@ -2,7 +2,9 @@
 // and measures them: an agent and a viewer talking real QUIC over an
 // in-memory network, in virtual time when called inside a testing/synctest
 // bubble. It returns the ground truth of every frame beside what the agent
-// and viewer themselves saw.
+// and viewer themselves saw. The same session also runs in real time over
+// loopback UDP through the real-time impairment proxy (Session.RealTime,
+// RunRealTime), for live dashboards.
 //
 // Two levels: RunSession runs a Session built in Go (impairments, models,
 // switches) and returns the raw ground truth; Run runs a scenario
@@ -92,6 +94,15 @@ type Session struct {
 	// Capture records the session's packets, TLS secrets and qlogs for
 	// Wireshark and qvis; zero records nothing.
 	Capture Capture
+	// RealTime runs the session over real UDP sockets on 127.0.0.1, the
+	// viewer's and the agent's, through the real-time impairment proxy
+	// (netem.Proxy, Uplink as its forward link and Downlink as its
+	// reverse one), rather than over the in-memory network: for a live
+	// dashboard, at the pace of the wall clock. Real sockets live outside
+	// any testing/synctest bubble, so a real-time session must not run
+	// inside one. It cannot have a Path: the two-site topology exists only
+	// in the in-memory network.
+	RealTime bool
 	// Metrics, when set, is fed as the session runs: frames and events as
 	// the ground truth records them, the controller's target as it
 	// changes, its decisions and the links' counters at every sample
@@ -198,6 +209,9 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if s.Lead < 0 || s.SampleEvery < 0 {
 		return nil, fmt.Errorf("lab: negative lead %v or sampling period %v", s.Lead, s.SampleEvery)
 	}
+	if s.RealTime && s.Path != nil {
+		return nil, fmt.Errorf("%w: a real-time session with a Path (the two-site topology exists only in the in-memory network)", ErrUnsupported)
+	}
 	// With a Lead the links count from time zero, which lies in the
 	// future; without one they count from the network's creation.
 	var zero, epoch time.Time
@@ -213,22 +227,24 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	}
 	dialed := time.Now()
 	var conn *opened
-	if s.Path != nil {
+	switch {
+	case s.Path != nil:
 		conn, err = openTopology(ctx, s, epoch, capt)
-	} else {
+	case s.RealTime:
+		conn, err = openRealTime(ctx, s, epoch, capt)
+	default:
 		conn, err = openPlain(ctx, s, epoch, capt)
 	}
 	if err != nil {
-		return nil, errors.Join(err, capt.finish(nil, nil))
+		return nil, errors.Join(err, capt.finish(nil))
 	}
 	defer func() {
 		conn.close()
 		// A capture ends with the network, so that it holds every
 		// packet; its failure does not hide what the session measured.
-		err = errors.Join(err, capt.finish(conn.up, conn.down))
+		err = errors.Join(err, capt.finish(conn.stats))
 	}()
 	handshake := time.Since(dialed)
-	up, down := conn.up, conn.down
 
 	if zero.IsZero() {
 		zero = time.Now()
@@ -290,7 +306,8 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		if period == 0 {
 			return
 		}
-		smp := Sample{At: at, Uplink: statsOf(up), Downlink: statsOf(down)}
+		smp := Sample{At: at}
+		smp.Uplink, smp.Downlink = conn.stats()
 		if s.SampleEvery > 0 {
 			samples = append(samples, smp)
 		}
@@ -335,6 +352,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if err := errors.Join(agentErr, viewerErr); err != nil {
 		return nil, fmt.Errorf("lab: %w", errors.Join(err, interrupted))
 	}
+	upStats, downStats := conn.stats()
 	return &Result{
 		Frames:    rec.Frames(),
 		Events:    rec.Events(),
@@ -342,8 +360,8 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		Viewer:    vw.Counters(),
 		Probe:     ag.Probe(),
 		Reports:   ag.Reports(),
-		Uplink:    statsOf(up),
-		Downlink:  statsOf(down),
+		Uplink:    upStats,
+		Downlink:  downStats,
 		Start:     start,
 		End:       stopped,
 		Handshake: handshake,
@@ -444,7 +462,7 @@ func openPlain(ctx context.Context, s Session, epoch time.Time, capt *recording)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	return &opened{agent: pair.Server, viewer: pair.Client, up: up, down: down, close: func() {
+	return &opened{agent: pair.Server, viewer: pair.Client, stats: linkStats(up, down), close: func() {
 		pair.Close()
 		n.Close()
 	}}, nil

@@ -16,6 +16,7 @@ import (
 const usage = `usage: lab <command> [flags]
 
 commands:
+  run     a scenario in real time: agent and viewer on loopback through the impairment proxy, live /metrics and status
   demo    QUIC bulk transfer through the real-time impairment proxy on loopback
   proxy   the real-time impairment proxy for any program's UDP traffic, with a scenario's network and an HTTP API
   codecs  the codec benchmark: tile XOR+zstd vs Hextile vs ZRLE (E1-E13)
@@ -37,6 +38,8 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
+	case "run":
+		err = runMain(os.Args[2:], os.Stdout)
 	case "demo":
 		err = demo(os.Args[2:], os.Stdout)
 	case "proxy":

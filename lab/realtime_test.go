@@ -1,0 +1,34 @@
+package lab
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The same session in real time, over loopback sockets and the real-time
+// proxy, outside any bubble: frames are displayed, and the proxy's links'
+// counters reach the result and its samples.
+func TestRealTimeSession(t *testing.T) {
+	res, err := RunSession(Session{
+		Seed: 1, Duration: 500 * time.Millisecond, SampleEvery: 100 * time.Millisecond,
+		Uplink: lan(), Downlink: lan(), RealTime: true,
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Displayed())
+	require.Positive(t, res.Downlink.Delivered.Packets)
+	require.Positive(t, res.Uplink.Delivered.Packets)
+	// One sample at time zero, then one per period to the end: a count
+	// of instants, not of wall-clock time.
+	require.Len(t, res.Samples, 6)
+	require.Positive(t, res.Samples[5].Downlink.Delivered.Packets)
+}
+
+// The two-site topology lives only in the in-memory network: a real-time
+// session with a Path is refused before anything is opened.
+func TestRealTimeRefusesPath(t *testing.T) {
+	_, err := RunSession(Session{Seed: 1, Duration: time.Second, RealTime: true, Path: &Path{}})
+	require.ErrorIs(t, err, ErrUnsupported)
+	require.ErrorContains(t, err, "real-time")
+}
