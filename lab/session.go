@@ -4,7 +4,9 @@
 // bubble. It returns the ground truth of every frame beside what the agent
 // and viewer themselves saw. The same session also runs in real time over
 // loopback UDP through the real-time impairment proxy (Session.RealTime,
-// RunRealTime), for live dashboards.
+// RunRealTime), for live dashboards, and across netem's kernel mode with
+// the agent and the viewer in two network namespaces (Session.Kernel), so
+// that the kernel's TCP congestion controllers carry the WebSocket tunnel.
 //
 // Two levels: RunSession runs a Session built in Go (impairments, models,
 // switches) and returns the raw ground truth; Run runs a scenario
@@ -103,6 +105,13 @@ type Session struct {
 	// inside one. It cannot have a Path: the two-site topology exists only
 	// in the in-memory network.
 	RealTime bool
+	// Kernel, when set, runs the session in real time across netem's
+	// kernel mode: the agent in one network namespace and the viewer in
+	// another, their kernels' UDP or TCP traffic crossing Uplink and
+	// Downlink (see KernelMode). Like RealTime it must not run inside a
+	// testing/synctest bubble, and it cannot have a Path; it excludes
+	// RealTime.
+	Kernel *KernelMode
 	// Metrics, when set, is fed as the session runs: frames and events as
 	// the ground truth records them, the controller's target as it
 	// changes, its decisions and the links' counters at every sample
@@ -156,6 +165,9 @@ type Result struct {
 	// Path is how the PCs connected when the session had a Path; nil for
 	// the plain link.
 	Path *PathResult
+	// Kernel is what a kernel-mode session measured beyond the rest (the
+	// congestion controller, the competing flow); nil in other modes.
+	Kernel *KernelResult
 }
 
 // Displayed returns the frames the viewer displayed.
@@ -212,6 +224,9 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if s.RealTime && s.Path != nil {
 		return nil, fmt.Errorf("%w: a real-time session with a Path (the two-site topology exists only in the in-memory network)", ErrUnsupported)
 	}
+	if s.Kernel != nil && (s.RealTime || s.Path != nil) {
+		return nil, fmt.Errorf("%w: a kernel-mode session with RealTime or a Path (it has its own real-time network of two namespaces)", ErrUnsupported)
+	}
 	// With a Lead the links count from time zero, which lies in the
 	// future; without one they count from the network's creation.
 	var zero, epoch time.Time
@@ -227,7 +242,10 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	}
 	dialed := time.Now()
 	var conn *opened
+	var kern *kernelRun
 	switch {
+	case s.Kernel != nil:
+		conn, kern, err = openKernel(ctx, s, epoch, capt)
 	case s.Path != nil:
 		conn, err = openTopology(ctx, s, epoch, capt)
 	case s.RealTime:
@@ -353,7 +371,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		return nil, fmt.Errorf("lab: %w", errors.Join(err, interrupted))
 	}
 	upStats, downStats := conn.stats()
-	return &Result{
+	res := &Result{
 		Frames:    rec.Frames(),
 		Events:    rec.Events(),
 		Agent:     ag.Counters(),
@@ -369,7 +387,13 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		Samples:   samples,
 		Targets:   targets.changes(),
 		Path:      conn.path,
-	}, interrupted
+	}
+	// Before the deferred close: the kernel senders' TCP_INFO goes with
+	// their sockets.
+	if res.Kernel, err = kern.result(res); err != nil {
+		return nil, err
+	}
+	return res, interrupted
 }
 
 // sampleSettle is how long after its instant a sample is read (see

@@ -1,0 +1,435 @@
+//go:build linux
+
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/kernel"
+	"github.com/nuvirahub/latencylab/netem/quicpair"
+	"github.com/nuvirahub/latencylab/netem/relay"
+)
+
+// openKernel is the kernel-mode set-up (Session.Kernel): a kernel.Pair
+// with the session's links, the agent's sockets in A and the viewer's in
+// B, QUIC between them directly or through the WebSocket tunnel, and the
+// competing bulk flow when asked for. Everything it made is closed by the
+// returned opened's close, or on error before it returns.
+func openKernel(ctx context.Context, s Session, epoch time.Time, capt *recording) (_ *opened, _ *kernelRun, err error) {
+	mode, err := s.Kernel.withDefaults()
+	if err != nil {
+		return nil, nil, err
+	}
+	if capt != nil && capt.pcap != nil {
+		// netem/pcap wraps bare UDP payloads in synthetic headers; the
+		// kernel links carry whole IP packets, which it would wrap again.
+		return nil, nil, fmt.Errorf("%w: a pcap capture in kernel mode (capture the TUN devices with tcpdump inside the namespaces instead)", ErrUnsupported)
+	}
+	for _, c := range []string{mode.Controller, mode.Competing} {
+		if c == "" {
+			continue
+		}
+		if err := kernel.ControllerAvailable(c); err != nil {
+			return nil, nil, fmt.Errorf("lab: %w", err)
+		}
+	}
+
+	var closers []func() error
+	closeAll := func() {
+		// Last made, first closed: QUIC before the tunnel that carries
+		// it, the tunnel and the flows before the links under them.
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	// The links get the seed and the names openPlain and openRealTime give
+	// them, so that their random decisions are those of the other modes.
+	pair, err := kernel.New(kernel.Config{
+		AtoB: netem.LinkConfig{Name: "downlink", Seed: s.Seed, Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline},
+		BtoA: netem.LinkConfig{Name: "uplink", Seed: s.Seed, Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline},
+		MTU:  mode.MTU,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("lab: %w", err)
+	}
+	closers = append(closers, pair.Close)
+	run := &kernelRun{mode: mode, pair: pair.String(), rate: pair.Rate(), maxWarmup: kernel.MaxWarmup}
+
+	var qp *quicpair.Pair
+	switch mode.Transport {
+	case KernelQUIC:
+		qp, err = kernelQUIC(ctx, pair, capt, &closers)
+		run.controller = "newreno (quic-go)"
+	case KernelWebSocket:
+		qp, err = kernelWebSocket(ctx, s.Seed, pair, mode.Controller, capt, &closers, run)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, qp.Close)
+
+	if mode.Competing != "" {
+		// After the handshake, so that the flow does not slow the session's
+		// set-up; it has until time zero and the warm-up to settle.
+		b, err := startCompeting(ctx, pair, mode.Competing)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The flow closes before QUIC does: it is the last one made.
+		closers = append(closers, b.close)
+		run.competing = &b.run
+	}
+	return &opened{
+		agent: qp.Server, viewer: qp.Client,
+		// A is the agent: its outgoing link is the viewer's down link.
+		stats: func() (up, down netem.Stats) {
+			ab, ba := pair.Stats()
+			return ba, ab
+		},
+		close: closeAll,
+	}, run, nil
+}
+
+// kernelQUIC makes the agent's UDP socket in A and the viewer's in B and
+// opens QUIC between them, across the pair's links.
+func kernelQUIC(ctx context.Context, pair *kernel.Pair, capt *recording, closers *[]func() error) (*quicpair.Pair, error) {
+	var agentConn, viewerConn *net.UDPConn
+	if err := pair.InA(func() (err error) {
+		agentConn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: pair.AddrA().AsSlice()})
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("lab: agent socket: %w", err)
+	}
+	*closers = append(*closers, agentConn.Close)
+	if err := pair.InB(func() (err error) {
+		viewerConn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: pair.AddrB().AsSlice()})
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("lab: viewer socket: %w", err)
+	}
+	*closers = append(*closers, viewerConn.Close)
+	qp, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, capt.quicConfig(), capt.keyLog())
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	return qp, nil
+}
+
+// kernelWebSocket builds the tunnel topology KernelMode describes and opens
+// QUIC through it. It records the tunnel's controller and how to read its
+// sender's statistics in run.
+func kernelWebSocket(ctx context.Context, seed uint64, pair *kernel.Pair, controller string, capt *recording, closers *[]func() error, run *kernelRun) (*quicpair.Pair, error) {
+	srv := relay.New(relay.Config{})
+	id := kernelSessionID(seed)
+	srv.Register(id)
+
+	loopback := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	var relayPort, agentConn *net.UDPConn
+	var tcpLn net.Listener
+	lc := net.ListenConfig{Control: congestionControl(controller)}
+	if err := pair.InA(func() (err error) {
+		if relayPort, err = net.ListenUDP("udp4", loopback); err != nil {
+			return err
+		}
+		if agentConn, err = net.ListenUDP("udp4", loopback); err != nil {
+			relayPort.Close()
+			return err
+		}
+		// A listening socket's controller passes to the sockets it
+		// accepts: the relay's end, which sends the video.
+		if tcpLn, err = lc.Listen(ctx, "tcp4", net.JoinHostPort(pair.AddrA().String(), "0")); err != nil {
+			relayPort.Close()
+			agentConn.Close()
+		}
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("lab: relay sockets in %s: %w", pair.NamespaceA(), err)
+	}
+	ln := &acceptedListener{Listener: tcpLn}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	var serving sync.WaitGroup
+	serving.Go(func() { _ = srv.ServeUDP(relayPort) })
+	serving.Go(func() { _ = hs.Serve(ln) })
+	*closers = append(*closers, agentConn.Close, func() error {
+		// The relay closes its port and its WebSocket peers (hijacked
+		// connections, which the HTTP server no longer tracks), then the
+		// HTTP server its listener.
+		err := errors.Join(srv.Close(), hs.Close())
+		serving.Wait()
+		return err
+	})
+
+	agentRC, err := relay.Bind(ctx, agentConn, relayPort.LocalAddr(), id, relay.Agent)
+	if err != nil {
+		return nil, fmt.Errorf("lab: agent: %w", err)
+	}
+	*closers = append(*closers, agentRC.Close)
+
+	d := net.Dialer{Control: congestionControl(controller)}
+	addr := tcpLn.Addr().String()
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var c net.Conn
+		err := pair.InB(func() (err error) {
+			c, err = d.DialContext(ctx, "tcp4", addr)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := checkController(c, controller); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	viewerRC, err := relay.DialWebSocket(ctx, dial, "ws://"+addr+"/", id, relay.Viewer)
+	if err != nil {
+		return nil, fmt.Errorf("lab: viewer: %w", err)
+	}
+	*closers = append(*closers, viewerRC.Close)
+
+	// The relay answered the viewer's bind on the accepted connection, so
+	// it was accepted by now.
+	sender := ln.first()
+	if sender == nil {
+		return nil, errors.New("lab: the relay's accepted connection is missing")
+	}
+	if err := checkController(sender, controller); err != nil {
+		return nil, fmt.Errorf("lab: relay side of the tunnel: %w", err)
+	}
+	run.controller = controller
+	run.tunnel = func() (TCPStats, error) { return tcpStats(sender) }
+
+	qp, err := quicpair.OpenKeyLog(ctx, agentRC, viewerRC, viewerRC.PeerAddr(), capt.quicConfig(), capt.keyLog())
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	return qp, nil
+}
+
+// kernelSessionID draws the relay session's id from the seed, as every
+// random decision of a session is drawn.
+func kernelSessionID(seed uint64) relay.SessionID {
+	h := fnv.New64a()
+	h.Write([]byte("kernel relay session"))
+	r := rand.New(rand.NewPCG(seed, h.Sum64()))
+	var id relay.SessionID
+	for i := range id {
+		id[i] = byte(r.Uint32())
+	}
+	return id
+}
+
+// acceptedListener remembers the first connection it accepted: the
+// relay's end of the tunnel, whose TCP_INFO the result reads.
+type acceptedListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// Accept implements net.Listener.
+func (l *acceptedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *acceptedListener) first() net.Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.conns) == 0 {
+		return nil
+	}
+	return l.conns[0]
+}
+
+// competing is the competing bulk flow: a TCP connection from A to B that
+// the sender fills as fast as its controller lets it, like kernel.Bulk's,
+// but open for as long as the session and read over any window.
+type competing struct {
+	run    competingRun
+	ln     net.Listener
+	sender *net.TCPConn
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	receiver net.Conn
+}
+
+// startCompeting opens the flow and starts filling it.
+func startCompeting(ctx context.Context, pair *kernel.Pair, controller string) (_ *competing, err error) {
+	b := &competing{run: competingRun{controller: controller}}
+	if err := pair.InB(func() (err error) {
+		b.ln, err = net.Listen("tcp4", net.JoinHostPort(pair.AddrB().String(), "0"))
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("lab: competing flow's receiver: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	// Accepting on a goroutine of its own: the sender's first data may be
+	// what completes the handshake when its last ACK is lost.
+	b.wg.Go(func() {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			c.Close()
+			return
+		}
+		b.receiver = c
+		b.mu.Unlock()
+		buf := make([]byte, 256<<10)
+		for {
+			n, err := c.Read(buf)
+			b.run.received.add(n)
+			if err != nil {
+				return
+			}
+		}
+	})
+	d := net.Dialer{Control: congestionControl(controller)}
+	if err := pair.InA(func() error {
+		c, err := d.DialContext(ctx, "tcp4", b.ln.Addr().String())
+		if err == nil {
+			b.sender = c.(*net.TCPConn)
+		}
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("lab: competing flow's sender: %w", err)
+	}
+	if err := checkController(b.sender, controller); err != nil {
+		return nil, fmt.Errorf("lab: competing flow: %w", err)
+	}
+	sender := b.sender
+	b.run.sender = func() (TCPStats, error) { return tcpStats(sender) }
+	b.wg.Go(func() {
+		buf := make([]byte, 128<<10)
+		for {
+			if _, err := sender.Write(buf); err != nil {
+				return // closed at the end
+			}
+		}
+	})
+	return b, nil
+}
+
+// close ends both ends of the flow and waits for its goroutines.
+func (b *competing) close() error {
+	if b.sender != nil {
+		// Reset rather than drain: the send buffer holds seconds of data
+		// at the lab's rates, which nobody will read.
+		_ = b.sender.SetLinger(0)
+		b.sender.Close()
+	}
+	b.ln.Close() // ends an Accept still waiting
+	b.mu.Lock()
+	b.closed = true
+	if b.receiver != nil {
+		b.receiver.Close()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+	return nil
+}
+
+// congestionControl is a Dialer's or ListenConfig's Control that sets the
+// socket's TCP congestion controller before it connects or listens, so
+// that the handshake already runs under it.
+func congestionControl(name string) func(network, address string, rc syscall.RawConn) error {
+	return func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("TCP_CONGESTION %s: %w", name, serr)
+		}
+		return nil
+	}
+}
+
+// checkController confirms that the kernel runs controller name on c.
+func checkController(c net.Conn, name string) error {
+	rc, err := rawConn(c)
+	if err != nil {
+		return err
+	}
+	var got string
+	var gerr error
+	if err := rc.Control(func(fd uintptr) {
+		got, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	}); err != nil {
+		return err
+	}
+	if gerr != nil {
+		return fmt.Errorf("getsockopt TCP_CONGESTION: %w", gerr)
+	}
+	if got != name {
+		return fmt.Errorf("asked for congestion controller %s, socket has %s", name, got)
+	}
+	return nil
+}
+
+// tcpStats reads a connection's TCP_INFO.
+func tcpStats(c net.Conn) (TCPStats, error) {
+	rc, err := rawConn(c)
+	if err != nil {
+		return TCPStats{}, err
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil {
+		return TCPStats{}, fmt.Errorf("lab: TCP_INFO: %w", err)
+	}
+	if ierr != nil {
+		return TCPStats{}, fmt.Errorf("lab: TCP_INFO: %w", ierr)
+	}
+	return TCPStats{
+		Retransmits: info.Total_retrans, SegmentsOut: info.Segs_out,
+		RTT:    time.Duration(info.Rtt) * time.Microsecond,
+		MinRTT: time.Duration(info.Min_rtt) * time.Microsecond,
+	}, nil
+}
+
+// rawConn reaches a TCP connection's socket.
+func rawConn(c net.Conn) (syscall.RawConn, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("lab: %T has no socket", c)
+	}
+	return sc.SyscallConn()
+}

@@ -1,0 +1,168 @@
+//go:build linux
+
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/agent/abr"
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/kernel"
+)
+
+// requireKernel skips the test, saying why, where kernel mode or one of
+// the controllers cannot run; with LAB_REQUIRE_KERNEL=1 (CI as root) that
+// is a failure instead, so that a broken runner cannot pass by skipping.
+func requireKernel(t *testing.T, controllers ...string) {
+	t.Helper()
+	err := kernel.Available()
+	for _, c := range controllers {
+		if err == nil {
+			err = kernel.ControllerAvailable(c)
+		}
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv("LAB_REQUIRE_KERNEL") == "1" {
+		t.Fatalf("LAB_REQUIRE_KERNEL=1 but %v", err)
+	}
+	t.Skipf("skipping: %v (set LAB_REQUIRE_KERNEL=1 to make this a failure)", err)
+}
+
+// badLinkSession is a session on the write-up's bad link both ways (N9:
+// 25 ms, 1% loss, 5 Mbit/s) in kernel mode.
+func badLinkSession(d time.Duration, mode KernelMode) Session {
+	return Session{
+		Seed: 1, Duration: d,
+		Uplink: netem.DocumentedBadLink(), Downlink: netem.DocumentedBadLink(),
+		Kernel: &mode,
+	}
+}
+
+// runKernel runs a kernel-mode session and checks what every one must
+// show: frames displayed, both links busy, the namespaces gone after.
+func runKernel(t *testing.T, s Session) *Result {
+	t.Helper()
+	res, err := RunSession(s)
+	require.NoError(t, err)
+	require.NotNil(t, res.Kernel)
+	require.NotEmpty(t, res.Displayed())
+	require.Positive(t, res.Downlink.Delivered.Packets)
+	require.Positive(t, res.Uplink.Delivered.Packets)
+	require.Positive(t, res.Kernel.MediaGoodput)
+	base, _, _ := strings.Cut(res.Kernel.Pair, " ")
+	for _, side := range []string{"-a", "-b"} {
+		require.NoFileExists(t, filepath.Join("/run/netns", base+side))
+	}
+	return res
+}
+
+// QUIC between a UDP socket in the agent's namespace and one in the
+// viewer's, across the kernel links: the pipeline runs as in virtual
+// time, and the links count the kernel's IP packets.
+func TestKernelSessionQUIC(t *testing.T) {
+	requireKernel(t)
+	res := runKernel(t, badLinkSession(3*time.Second, KernelMode{}))
+	require.Equal(t, KernelQUIC, res.Kernel.Transport)
+	require.Equal(t, "newreno (quic-go)", res.Kernel.Controller)
+	require.Nil(t, res.Kernel.Tunnel)
+	require.Equal(t, int64(5_000_000), res.Kernel.Rate)
+	// 1% loss on a few hundred packets: the link's loss did its part.
+	require.Positive(t, res.Downlink.Dropped[netem.DropLoss].Packets)
+}
+
+// The same session through the relay and a WebSocket over kernel TCP with
+// CUBIC: the kernel confirms the controller on the tunnel's sender, which
+// carried the video.
+func TestKernelSessionWebSocket(t *testing.T) {
+	requireKernel(t, "cubic")
+	res := runKernel(t, badLinkSession(3*time.Second, KernelMode{Transport: KernelWebSocket, Controller: "cubic"}))
+	require.Equal(t, "cubic", res.Kernel.Controller)
+	require.NotNil(t, res.Kernel.Tunnel)
+	require.Positive(t, res.Kernel.Tunnel.SegmentsOut)
+	require.Positive(t, res.Kernel.Tunnel.MinRTT)
+}
+
+// Media beside one long TCP flow on the same bottleneck: both get bytes
+// through, and their shares add up to the whole of the two.
+func TestKernelSessionCompeting(t *testing.T) {
+	requireKernel(t, "cubic")
+	res := runKernel(t, badLinkSession(4*time.Second, KernelMode{Competing: "cubic"}))
+	c := res.Kernel.Competing
+	require.NotNil(t, c)
+	require.Equal(t, "cubic", c.Controller)
+	require.Positive(t, c.Goodput)
+	require.Positive(t, c.Sender.SegmentsOut)
+	require.InDelta(t, 1, c.Share+res.Kernel.MediaGoodput/(res.Kernel.MediaGoodput+c.Goodput), 1e-9)
+	t.Logf("media %.2f Mbit/s, competing cubic %.2f Mbit/s (share %.0f%%)", res.Kernel.MediaGoodput/1e6, c.Goodput/1e6, 100*c.Share)
+}
+
+// Mistakes in the mode are refused before anything is made, so these need
+// no root.
+func TestKernelModeRefused(t *testing.T) {
+	for name, s := range map[string]Session{
+		"controller with quic": {Duration: time.Second, Kernel: &KernelMode{Controller: "bbr"}},
+		"unknown transport":    {Duration: time.Second, Kernel: &KernelMode{Transport: "tcp"}},
+		"with real time":       {Duration: time.Second, Kernel: &KernelMode{}, RealTime: true},
+		"with a path":          {Duration: time.Second, Kernel: &KernelMode{}, Path: &Path{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := RunSession(s)
+			require.ErrorIs(t, err, ErrUnsupported)
+		})
+	}
+}
+
+// TestKernelMeasureABR measures, without asserting, what issue 10 asks to
+// compare with the ABR on top: capture-to-display latency per transport
+// and controller on the bad link, and the shares of media and a competing
+// long TCP flow. It takes about a minute, so it runs only when asked.
+func TestKernelMeasureABR(t *testing.T) {
+	if os.Getenv("LAB_KERNEL_MEASURE") != "1" {
+		t.Skip("skipping: a measurement of about a minute; set LAB_KERNEL_MEASURE=1 to run it")
+	}
+	requireKernel(t, "bbr", "cubic", "reno")
+	const d = 12 * time.Second
+	cases := []struct {
+		name string
+		mode KernelMode
+	}{
+		{"quic", KernelMode{}},
+		{"websocket-bbr", KernelMode{Transport: KernelWebSocket, Controller: "bbr"}},
+		{"websocket-cubic", KernelMode{Transport: KernelWebSocket, Controller: "cubic"}},
+		{"websocket-reno", KernelMode{Transport: KernelWebSocket, Controller: "reno"}},
+		{"quic+cubic-flow", KernelMode{Competing: "cubic"}},
+		{"quic+bbr-flow", KernelMode{Competing: "bbr"}},
+		{"websocket-cubic+cubic-flow", KernelMode{Transport: KernelWebSocket, Controller: "cubic", Competing: "cubic"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := badLinkSession(d, c.mode)
+			s.Lead = HandshakeLead // as a scenario runs
+			a, err := abr.New(abr.Config{})
+			require.NoError(t, err)
+			s.Agent = agent.Config{Controller: a}
+			res := runKernel(t, s)
+			k := res.Kernel
+			line := fmt.Sprintf("transport=%s cc=%s median=%v displayed=%d/%d media=%.2fMbit/s",
+				k.Transport, k.Controller, Median(res.Latencies(k.Warmup)).Round(time.Millisecond),
+				len(res.Displayed()), len(res.Frames), k.MediaGoodput/1e6)
+			if k.Tunnel != nil {
+				line += fmt.Sprintf(" tunnel-retrans=%d tunnel-rtt=%v", k.Tunnel.Retransmits, k.Tunnel.RTT)
+			}
+			if f := k.Competing; f != nil {
+				line += fmt.Sprintf(" flow(%s)=%.2fMbit/s flow-share=%.0f%% flow-rtt=%v", f.Controller, f.Goodput/1e6, 100*f.Share, f.Sender.RTT)
+			}
+			t.Log(line)
+		})
+	}
+}
