@@ -26,6 +26,7 @@ commands:
   nightly the library with several seeds against testdata/baselines; fails on a regression
   accept  run the nightly and write its runs as the new baseline (testdata/baselines)
   compare one scenario, a group or the library under two configurations: report, plots, verdict
+  ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
 
 Run "lab <command> -h" for a command's flags.
@@ -56,6 +57,8 @@ func main() {
 		err = nightlyCmd(os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
 	case "compare":
 		err = compareCmd(os.Args[2:], os.Stdout, os.Stderr)
+	case "ccgrid":
+		err = ccgridCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "openmetrics":
 		err = openmetricsCmd(os.Args[2:], os.Stdout)
 	case "-h", "-help", "--help", "help":
