@@ -71,8 +71,7 @@ func SummaryTable(entries []SuiteEntry) string {
 // pendingIssue names the issue that will reproduce findings no scenario
 // covers yet.
 var pendingIssue = map[string]string{
-	"N2": "8 (reports)", "N9": "5 (ABR)", "N10": "5 (ABR)",
-	"N12": "5 (ABR)", "N13": "5 (ABR)", "N14": "5 (ABR)",
+	"N2": "8 (reports)",
 }
 
 // ReproductionTable is the README's reproduction table, made from a suite
