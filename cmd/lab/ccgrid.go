@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/reports/ccgrid"
 	"github.com/nuvirahub/latencylab/reports/render"
 )
@@ -21,6 +22,9 @@ type ccgridOptions struct {
 	grid ccgrid.Grid
 	out  string
 	from string
+	// merge is an earlier run whose bulk cells fill the ones this run
+	// leaves out (a -n11-only run beside a full grid).
+	merge string
 }
 
 // parseCCGrid reads lab ccgrid's flags into the grid to run.
@@ -32,6 +36,11 @@ func parseCCGrid(args []string, out io.Writer) (ccgridOptions, error) {
 	ccs := fs.String("controllers", "bbr,cubic,reno", "comma-separated TCP congestion controllers (net.ipv4.tcp_available_congestion_control)")
 	seed := fs.Uint64("seed", ccgrid.DefaultSeed, "seed of every cell's links (the same losses for every controller of a column)")
 	from := fs.String("from", "", "render the report from this ccgrid.json instead of running")
+	quic := fs.Bool("quic", true, "add a QUIC (quic-go, NewReno) bulk row beside the TCP controllers")
+	media := fs.Bool("media", true, "after the bulk grid, run media sessions with the ABR on top (QUIC and the WebSocket tunnel over each controller, on N11's link and the trace; QUIC beside a competing TCP flow of each controller on N11's link)")
+	mediaSeconds := fs.Float64("media-seconds", ccgrid.DefaultMediaSeconds, "length of each media session in seconds")
+	n11Only := fs.Bool("n11-only", false, "run only N11's column (25 ms, 1%) and the cellular trace, not the whole grid")
+	merge := fs.String("merge", "", "with a run: take the bulk cells this run leaves out from this earlier ccgrid.json (same rows and seed)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: lab ccgrid [flags]
 
@@ -39,8 +48,12 @@ The congestion-controller comparison (issue 10, finding N11): one bulk TCP
 flow per controller and network condition (random loss 0, 0.5, 1, 2, 5% at
 25 and 100 ms one way, 5 Mbit/s, 1000-packet queue; and the cellular-steady
 trace), one at a time through netem's kernel mode. Needs Linux, root and
-/dev/net/tun; about (cells x seconds) of wall time, 33 x 10 s by default.
-Writes tables, plots and report.md/report.html, and states N11's verdict.
+/dev/net/tun; about (cells x seconds) of wall time, 44 x 10 s and 11 media sessions of 10 s by default.
+A QUIC (quic-go, NewReno) bulk row runs beside the TCP controllers; then
+media sessions with the ABR on top (-media) run the lab's pipeline across
+the kernel mode on N11's link and the trace, and beside a competing long
+TCP flow. Writes tables, plots and report.md/report.html, and states
+N11's verdict.
 
 flags:
 `)
@@ -53,15 +66,27 @@ flags:
 		return ccgridOptions{}, fmt.Errorf("ccgrid: unexpected argument %q", fs.Arg(0))
 	}
 	g := ccgrid.DefaultGrid()
-	g.Seconds, g.Seed = *seconds, *seed
+	g.Seconds, g.Seed, g.QUIC = *seconds, *seed, *quic
 	var err error
 	if g.Controllers, err = ccgrid.ParseControllers(*ccs); err != nil {
 		return ccgridOptions{}, err
 	}
+	if *n11Only {
+		g.N11Only()
+	}
+	if *media {
+		g.Media.Seconds = *mediaSeconds
+		g.Media.Controllers, g.Media.Competing = g.Controllers, g.Controllers
+	} else {
+		g.Media = nil
+	}
 	if err := g.Validate(); err != nil {
 		return ccgridOptions{}, err
 	}
-	return ccgridOptions{grid: g, out: *dir, from: *from}, nil
+	if *merge != "" && *from != "" {
+		return ccgridOptions{}, errors.New("ccgrid: -merge goes with a run, not with -from")
+	}
+	return ccgridOptions{grid: g, out: *dir, from: *from, merge: *merge}, nil
 }
 
 // ccgridCmd runs the grid (or reads a run's JSON) and writes its report.
@@ -78,6 +103,13 @@ func ccgridCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
+		var earlier *ccgrid.Report
+		if opt.merge != "" {
+			// Read before the run: a bad file should not cost minutes.
+			if earlier, err = ccgrid.ReadReport(opt.merge); err != nil {
+				return err
+			}
+		}
 		if err := ccgrid.Check(opt.grid); err != nil {
 			return fmt.Errorf("ccgrid: %w (the grid needs kernel mode: run as root on Linux with /dev/net/tun)", err)
 		}
@@ -87,12 +119,23 @@ func ccgridCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		fmt.Fprintf(stderr, "ccgrid: %d cells of %g s, about %s\n", opt.grid.Cells(), opt.grid.Seconds,
-			(time.Duration(opt.grid.Cells()) * opt.grid.Duration()).Round(time.Second))
+		est := time.Duration(opt.grid.Cells()) * opt.grid.Duration()
+		sessions := 0
+		if m := opt.grid.Media; m != nil {
+			sessions = m.Sessions()
+			est += time.Duration(sessions) * (m.Duration() + lab.HandshakeLead)
+		}
+		fmt.Fprintf(stderr, "ccgrid: %d cells of %g s and %d media sessions, about %s\n", opt.grid.Cells(), opt.grid.Seconds,
+			sessions, est.Round(time.Second))
 		var runErr error
 		rep, runErr = ccgrid.Run(ctx, opt.grid, root, stderr)
 		if rep == nil {
 			return runErr
+		}
+		if earlier != nil {
+			if err := rep.Merge(earlier); err != nil {
+				return errors.Join(runErr, err)
+			}
 		}
 		if runErr != nil {
 			// Keep what the finished cells measured: minutes of flows.
@@ -106,11 +149,11 @@ func ccgridCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if n, err := rep.N11(); err == nil {
-		fmt.Fprintf(stdout, "%s\n\n", n.Sentence(rep.Grid.Controllers))
+		fmt.Fprintf(stdout, "%s\n\n", n.Sentence(rep.Grid.Rows()))
 	}
-	fmt.Fprint(stdout, render.Markdown(&render.Doc{Sections: []render.Section{{Tables: rep.Tables()}}}))
+	fmt.Fprint(stdout, render.Markdown(&render.Doc{Sections: []render.Section{{Tables: append(rep.Tables(), rep.MediaTables()...)}}}))
 	base := filepath.Join(opt.out, ccgrid.ReportBase)
-	fmt.Fprintf(stdout, "\n%d cells in %s wall; report: %s.md, %s.html\n", len(rep.Cells),
+	fmt.Fprintf(stdout, "\n%d cells and %d media sessions in %s wall; report: %s.md, %s.html\n", len(rep.Cells), len(rep.Media),
 		time.Duration(rep.WallSeconds*float64(time.Second)).Round(time.Second), base, base)
 	return nil
 }

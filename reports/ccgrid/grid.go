@@ -163,23 +163,71 @@ func resolve(root, path string) string {
 // msDuration converts milliseconds, possibly fractional.
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
+// QUICRow names the QUIC bulk row of the tables: quic-go's NewReno, which
+// cannot be swapped (issue 10), beside the kernel's TCP controllers.
+const QUICRow = "quic"
+
 // Grid is the comparison: every controller on every column, each cell one
-// bulk flow of Duration.
+// bulk flow of Duration, then the media sessions of Media.
 type Grid struct {
 	Controllers []string `json:"controllers"`
-	Columns     []Column `json:"columns"`
+	// QUIC adds the QUICRow: a QUIC bulk flow per column.
+	QUIC    bool     `json:"quic,omitempty"`
+	Columns []Column `json:"columns"`
 	// Seconds is each flow's length (see kernel.Bulk).
 	Seconds float64 `json:"seconds"`
 	// Seed seeds every cell's links: all controllers of a column meet the
 	// same random losses.
 	Seed uint64 `json:"seed"`
+	// Media, when set, runs lab sessions with the ABR on top after the
+	// bulk cells.
+	Media *MediaPlan `json:"media,omitempty"`
 }
+
+// MediaPlan is the media part of the comparison: a lab session (agent,
+// ABR, viewer) across the kernel mode per transport on each of Columns,
+// and QUIC media beside one long TCP flow of each Competing controller on
+// the N11 column.
+type MediaPlan struct {
+	// Columns names grid columns to run the sessions on.
+	Columns []string `json:"columns"`
+	// Controllers are the WebSocket tunnel's TCP controllers; QUIC
+	// (NewReno) always runs too.
+	Controllers []string `json:"controllers"`
+	// Competing are the controllers of the long TCP flow beside QUIC
+	// media on the N11 column; none: no competing sessions.
+	Competing []string `json:"competing,omitempty"`
+	// Seconds is each session's length after the handshake.
+	Seconds float64 `json:"seconds"`
+}
+
+// DefaultMediaSeconds is a media session's length: short, since the
+// ABR settles within seconds and the grid runs a dozen of them.
+const DefaultMediaSeconds = 10
+
+// DefaultMediaPlan runs the media on N11's link and the cellular trace,
+// the tunnel over every default controller and every one competing.
+func DefaultMediaPlan() *MediaPlan {
+	return &MediaPlan{
+		Columns:     []string{LossColumnName(25, 1), CellularName},
+		Controllers: slices.Clone(DefaultControllers),
+		Competing:   slices.Clone(DefaultControllers),
+		Seconds:     DefaultMediaSeconds,
+	}
+}
+
+// Duration is each media session's length.
+func (m MediaPlan) Duration() time.Duration { return time.Duration(m.Seconds * float64(time.Second)) }
+
+// Sessions is the number of media sessions the plan runs.
+func (m MediaPlan) Sessions() int { return len(m.Columns)*(1+len(m.Controllers)) + len(m.Competing) }
 
 // DefaultGrid is issue 10's grid: DefaultControllers on every loss of
 // DefaultLosses at each of DefaultDelays (5 Mbit/s, 1000 packets), then
 // the cellular column; DefaultDuration per cell.
 func DefaultGrid() Grid {
-	g := Grid{Controllers: slices.Clone(DefaultControllers), Seconds: DefaultDuration.Seconds(), Seed: DefaultSeed}
+	g := Grid{Controllers: slices.Clone(DefaultControllers), QUIC: true, Seconds: DefaultDuration.Seconds(), Seed: DefaultSeed,
+		Media: DefaultMediaPlan()}
 	for _, d := range DefaultDelays {
 		for _, l := range DefaultLosses {
 			g.Columns = append(g.Columns, Column{
@@ -203,8 +251,23 @@ func LossColumnName(delayMS, lossPercent float64) string {
 // Duration is each cell's flow length.
 func (g Grid) Duration() time.Duration { return time.Duration(g.Seconds * float64(time.Second)) }
 
-// Cells is the number of flows the grid runs.
-func (g Grid) Cells() int { return len(g.Controllers) * len(g.Columns) }
+// Rows are the tables' rows: the TCP controllers, then QUICRow when the
+// grid has it.
+func (g Grid) Rows() []string {
+	rows := slices.Clone(g.Controllers)
+	if g.QUIC {
+		rows = append(rows, QUICRow)
+	}
+	return rows
+}
+
+// Cells is the number of bulk flows the grid runs.
+func (g Grid) Cells() int { return len(g.Rows()) * len(g.Columns) }
+
+// N11Only keeps the N11 column and the trace columns, for a short run.
+func (g *Grid) N11Only() {
+	g.Columns = slices.DeleteFunc(g.Columns, func(c Column) bool { return !c.IsN11() && !c.IsTrace() })
+}
 
 // Validate refuses an empty grid, a repeated controller or column name,
 // bad columns and a flow too short to measure after its warm-up.
@@ -223,6 +286,9 @@ func (g Grid) Validate() error {
 		}
 		seen["cc:"+c] = true
 	}
+	if g.QUIC && seen["cc:"+QUICRow] {
+		errs = append(errs, fmt.Errorf("controller %q clashes with the QUIC row", QUICRow))
+	}
 	for _, c := range g.Columns {
 		if err := c.Validate(); err != nil {
 			errs = append(errs, err)
@@ -236,6 +302,21 @@ func (g Grid) Validate() error {
 	// at 100 ms to say anything about a controller.
 	if g.Seconds < 1 {
 		errs = append(errs, fmt.Errorf("flows of %g s are too short: at least 1 s", g.Seconds))
+	}
+	if m := g.Media; m != nil {
+		for _, name := range m.Columns {
+			if !seen["col:"+name] {
+				errs = append(errs, fmt.Errorf("media column %q is not in the grid", name))
+			}
+		}
+		if len(m.Competing) > 0 && !slices.ContainsFunc(g.Columns, Column.IsN11) {
+			errs = append(errs, errors.New("competing media sessions need the N11 column"))
+		}
+		// The ABR judges its reports over seconds; under 3 s the
+		// session is mostly its start.
+		if m.Seconds < 3 {
+			errs = append(errs, fmt.Errorf("media sessions of %g s are too short: at least 3 s", m.Seconds))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ccgrid: %w", err)

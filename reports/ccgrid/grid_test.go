@@ -13,14 +13,22 @@ import (
 // moduleRoot is where the tests find testdata/traces.
 var moduleRoot = filepath.Join("..", "..")
 
-// The default grid is issue 10's: three controllers, five losses at two
-// delays, then the cellular column; 33 cells of 10 s.
+// The default grid is issue 10's: three controllers and QUIC, five losses
+// at two delays, then the cellular column; 44 cells of 10 s, then 11 media
+// sessions.
 func TestDefaultGrid(t *testing.T) {
 	g := DefaultGrid()
 	require.NoError(t, g.Validate())
 	require.Equal(t, []string{"bbr", "cubic", "reno"}, g.Controllers)
 	require.Equal(t, 10*time.Second, g.Duration())
-	require.Equal(t, 33, g.Cells())
+	require.Equal(t, []string{"bbr", "cubic", "reno", "quic"}, g.Rows())
+	require.Equal(t, 44, g.Cells())
+	require.Equal(t, 11, g.Media.Sessions())
+	g.N11Only()
+	require.NoError(t, g.Validate())
+	require.Len(t, g.Columns, 2)
+	require.Equal(t, 8, g.Cells())
+	g = DefaultGrid()
 	var names []string
 	for _, c := range g.Columns {
 		names = append(names, c.Name)
@@ -120,4 +128,8 @@ func TestGridValidate(t *testing.T) {
 	bad(func(g *Grid) { g.Columns[0].RateBps = 0 }, "no bottleneck")
 	bad(func(g *Grid) { g.Columns[10].TraceUp = "" }, "needs trace_down and trace_up")
 	bad(func(g *Grid) { g.Columns[0].DelayMS = -1 }, "negative")
+	bad(func(g *Grid) { g.Controllers = []string{"quic"} }, "clashes with the QUIC row")
+	bad(func(g *Grid) { g.Media.Columns = []string{"nowhere"} }, `media column "nowhere" is not in the grid`)
+	bad(func(g *Grid) { g.Media.Seconds = 1 }, "too short: at least 3 s")
+	bad(func(g *Grid) { g.Columns = g.Columns[10:]; g.Media.Columns = []string{CellularName} }, "need the N11 column")
 }

@@ -138,7 +138,7 @@ func (r *Report) measurePlot(m Measure) ([]byte, error) {
 				legend.Add("half the link", half)
 			}
 		}
-		for ci, cc := range r.Grid.Controllers {
+		for ci, cc := range r.Grid.Rows() {
 			var xys plotter.XYs
 			for x, col := range cols {
 				if c, ok := r.Cell(cc, col.Name); ok {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +15,13 @@ import (
 )
 
 // Schema names the JSON's format; a change that breaks readers bumps it.
-const Schema = "latencylab.ccgrid/v1"
+// v2 added the QUIC row (Grid.QUIC) and the media sessions (Grid.Media,
+// Report.Media), both optional, so a v1 file still reads: ReadReport
+// takes SchemaV1 as a v2 report without them.
+const Schema = "latencylab.ccgrid/v2"
+
+// SchemaV1 is the bulk-only format before the QUIC row and the media.
+const SchemaV1 = "latencylab.ccgrid/v1"
 
 // Files WriteReport writes into its folder.
 const (
@@ -56,6 +63,9 @@ type Cell struct {
 	BaseRTTMS float64 `json:"base_rtt_ms"`
 	// Retransmits and Segments are the sender's tcpi_total_retrans and
 	// tcpi_segs_out over the whole flow; RetransPercent is their ratio.
+	// For the QUIC row they are quic-go's PacketsLost and PacketsSent:
+	// QUIC resends a lost packet's frames in new packets, so its lost
+	// packets are what it retransmitted.
 	Retransmits    uint32  `json:"retransmits"`
 	Segments       uint32  `json:"segments"`
 	RetransPercent float64 `json:"retrans_percent"`
@@ -80,6 +90,8 @@ type Report struct {
 	// Cells in the order they ran: column by column, every controller of
 	// a column one after another. A run stopped early has fewer.
 	Cells []Cell `json:"cells"`
+	// Media are the media sessions of Grid.Media, in the order they ran.
+	Media []MediaCell `json:"media,omitempty"`
 	// Incomplete says why a run stopped before its last cell.
 	Incomplete string `json:"incomplete,omitempty"`
 }
@@ -117,8 +129,14 @@ func ReadReport(path string) (*Report, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("ccgrid: %s: %w", path, err)
 	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("ccgrid: %s: schema %q, want %q", path, r.Schema, Schema)
+	switch r.Schema {
+	case Schema:
+	case SchemaV1:
+		// A v1 run has neither the QUIC row nor media: it is a v2 report
+		// without them, and is written back as v2.
+		r.Schema = Schema
+	default:
+		return nil, fmt.Errorf("ccgrid: %s: schema %q, want %q (or %q)", path, r.Schema, Schema, SchemaV1)
 	}
 	if err := r.Grid.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -141,7 +159,7 @@ func (r *Report) hasColumn(name string) bool {
 }
 
 func (r *Report) hasController(name string) bool {
-	for _, c := range r.Grid.Controllers {
+	for _, c := range r.Grid.Rows() {
 		if c == name {
 			return true
 		}
@@ -150,8 +168,9 @@ func (r *Report) hasController(name string) bool {
 }
 
 // N11 is finding N11 read off the grid: at 25 ms, 1% loss, 5 Mbit/s, the
-// utilisation of each controller, and whether the classic ones (cubic,
-// reno) stay under half of the link while BBR does not.
+// utilisation of each controller (QUICRow's too when it ran), and whether
+// the classic ones (cubic, reno) stay under half of the link while BBR
+// does not.
 type N11 struct {
 	Column string
 	// Utilisation per controller that ran on the column.
@@ -172,7 +191,7 @@ func (r *Report) N11() (N11, error) {
 			continue
 		}
 		n := N11{Column: col.Name, Utilisation: map[string]float64{}}
-		for _, cc := range r.Grid.Controllers {
+		for _, cc := range r.Grid.Rows() {
 			if c, ok := r.Cell(cc, col.Name); ok {
 				n.Utilisation[cc] = c.Utilisation
 			}
@@ -191,12 +210,17 @@ func (r *Report) N11() (N11, error) {
 	return N11{}, ErrNoN11
 }
 
-// Sentence states the N11 verdict in one paragraph.
-func (n N11) Sentence(controllers []string) string {
+// Sentence states the N11 verdict in one paragraph; rows are the
+// table's (Grid.Rows), QUIC's named with its controller.
+func (n N11) Sentence(rows []string) string {
 	var parts []string
-	for _, cc := range controllers {
+	for _, cc := range rows {
 		if u, ok := n.Utilisation[cc]; ok {
-			parts = append(parts, fmt.Sprintf("%s %.1f%%", cc, 100*u))
+			name := cc
+			if cc == QUICRow {
+				name = "QUIC (NewReno, quic-go)"
+			}
+			parts = append(parts, fmt.Sprintf("%s %.1f%%", name, 100*u))
 		}
 	}
 	yes := func(b bool) string {
@@ -253,7 +277,7 @@ func (r *Report) Table(m Measure) render.Table {
 	for _, col := range r.Grid.Columns {
 		t.Header = append(t.Header, col.Name)
 	}
-	for _, cc := range r.Grid.Controllers {
+	for _, cc := range r.Grid.Rows() {
 		row := []string{cc}
 		for _, col := range r.Grid.Columns {
 			v := math.NaN()
@@ -281,9 +305,9 @@ func (r *Report) Tables() []render.Table {
 func (r *Report) TableMarkdown() string {
 	var paras []string
 	if n, err := r.N11(); err == nil {
-		paras = append(paras, n.Sentence(r.Grid.Controllers))
+		paras = append(paras, n.Sentence(r.Grid.Rows()))
 	}
-	return render.Markdown(&render.Doc{Sections: []render.Section{{Paragraphs: paras, Tables: r.Tables()}}})
+	return render.Markdown(&render.Doc{Sections: []render.Section{{Paragraphs: paras, Tables: append(r.Tables(), r.MediaTables()...)}}})
 }
 
 // Doc is the report: the N11 verdict, the method, the tables and the
@@ -291,20 +315,21 @@ func (r *Report) TableMarkdown() string {
 func (r *Report) Doc() (*render.Doc, error) {
 	d := &render.Doc{Title: "Congestion controllers on the lab's links"}
 	d.Intro = append(d.Intro, fmt.Sprintf(
-		"%d controllers (%s) × %d network conditions, one bulk TCP flow (like iperf3) of %g s per cell, one cell at a time, through netem's kernel mode (two network namespaces joined by netem links). Started %s on %s, kernel %s; %s wall.",
-		len(r.Grid.Controllers), strings.Join(r.Grid.Controllers, ", "), len(r.Grid.Columns), r.Grid.Seconds,
+		"%d rows (%s) × %d network conditions, one bulk flow (like iperf3; TCP, or QUIC for the quic row) of %g s per cell, one cell at a time, through netem's kernel mode (two network namespaces joined by netem links). Started %s on %s, kernel %s; %s wall.",
+		len(r.Grid.Rows()), strings.Join(r.Grid.Rows(), ", "), len(r.Grid.Columns), r.Grid.Seconds,
 		r.Started.UTC().Format(time.RFC3339), r.Machine, r.Kernel, time.Duration(r.WallSeconds*float64(time.Second)).Round(time.Second).String()))
 	if r.Incomplete != "" {
 		d.Intro = append(d.Intro, fmt.Sprintf("**Incomplete run**: %d of %d cells (%s).", len(r.Cells), r.Grid.Cells(), r.Incomplete))
 	}
 	if n, err := r.N11(); err == nil {
 		d.Sections = append(d.Sections, render.Section{Heading: "Finding N11", Paragraphs: []string{
-			n.Sentence(r.Grid.Controllers),
+			n.Sentence(r.Grid.Rows()),
 			"The write-up: with random losses NewReno and Cubic read every loss as congestion and used less than half of the bandwidth; BBR did not.",
 		}})
 	}
 	d.Sections = append(d.Sections, render.Section{Heading: "Method", Paragraphs: []string{
 		fmt.Sprintf("Each cell gets a fresh pair of namespaces, so no cell inherits another's TCP metrics cache (a cached ssthresh would change the next flow's slow start). Both directions carry the column's impairments: a bottleneck, then random loss, then the one-way delay; the loss columns are 5 Mbit/s with a 1000-packet queue (tc netem's default limit), and the 25 ms, 1%% column is exactly netem.DocumentedBadLink. Every cell's links use seed %d, so in a column all controllers meet the same losses.", r.Grid.Seed),
+		"The quic row is a QUIC bulk flow (quic-go, whose controller is NewReno and cannot be swapped) between UDP sockets made inside the two namespaces, on the same links and seed, measured over the same window; its retransmissions are the packets quic-go declared lost over those it sent, since QUIC resends a lost packet's frames in new packets.",
 		"Goodput is counted by the receiver after a warm-up (the first quarter of the flow, at most 2 s), as iperf3 -O does. Utilisation is goodput over the bottleneck's capacity: the rate, or for the trace column the trace's delivery opportunities within the measured window (mahimahi's 1504 bytes each). A full link reads about 96.5%, the rest being TCP/IP headers. Goodput is what the application read, so data held out of order behind a loss at the window's start counts inside it: a deep-buffered flow can read a few % over the link (up to one congestion window over the window's length; longer flows shrink it).",
 		"Queueing delay is measured at the link: the mean time the flow's data packets waited in the A-to-B bottleneck queue during the measured window (netem's Stats.Queued), not TCP's smoothed RTT; the JSON has both (srtt_ms minus base_rtt_ms is TCP's view). Retransmissions are tcpi_total_retrans over tcpi_segs_out for the whole flow.",
 		fmt.Sprintf("The cellular column plays %s from A to B (the flow's direction) and %s back, with the network of scenario cellular-steady: 40 ms each way, a buffer of 500 ms.", CellularDown, CellularUp),
@@ -317,6 +342,11 @@ func (r *Report) Doc() (*render.Doc, error) {
 	d.Sections = append(d.Sections, render.Section{Heading: "Plots", Paragraphs: []string{
 		"Each measure against the loss rate, one line per controller, one panel per one-way delay. The loss axis is evenly spaced by column, not to scale; the cellular column is in the tables only, having no loss rate of its own."},
 		Figures: figs})
+	if ms, err := r.mediaSection(); err != nil {
+		return nil, err
+	} else if ms != nil {
+		d.Sections = append(d.Sections, *ms)
+	}
 	return d, nil
 }
 
@@ -334,4 +364,31 @@ func WriteReport(dir string, r *Report) error {
 		return err
 	}
 	return r.WriteJSON(filepath.Join(dir, JSONFile))
+}
+
+// Merge adds the bulk cells of an earlier run that r lacks, so that a
+// short run (the N11 column and the trace) and a whole grid make one
+// report. The earlier run must have the same controllers, flow length and
+// seed, or its cells would not compare; its columns and QUIC row join r's
+// grid in its order, and its media sessions are dropped for r's.
+func (r *Report) Merge(earlier *Report) error {
+	e := earlier.Grid
+	if !slices.Equal(e.Controllers, r.Grid.Controllers) || e.Seconds != r.Grid.Seconds || e.Seed != r.Grid.Seed {
+		return fmt.Errorf("ccgrid: merge: the earlier run's grid (%v, %g s, seed %d) differs from this one's (%v, %g s, seed %d)",
+			e.Controllers, e.Seconds, e.Seed, r.Grid.Controllers, r.Grid.Seconds, r.Grid.Seed)
+	}
+	// The earlier grid's order, then any column only this run has.
+	merged := slices.Clone(e.Columns)
+	for _, c := range r.Grid.Columns {
+		if !slices.ContainsFunc(merged, func(m Column) bool { return m.Name == c.Name }) {
+			merged = append(merged, c)
+		}
+	}
+	r.Grid.Columns = merged
+	for _, c := range earlier.Cells {
+		if _, ok := r.Cell(c.Controller, c.Column); !ok {
+			r.Cells = append(r.Cells, c)
+		}
+	}
+	return r.Grid.Validate()
 }

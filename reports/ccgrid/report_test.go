@@ -20,7 +20,7 @@ func fakeReport(n11 map[string]float64) *Report {
 	r := &Report{Schema: Schema, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), WallSeconds: 345.6,
 		Machine: "linux/amd64, 2 CPUs", Kernel: "6.1.0", Grid: g}
 	for ci, col := range g.Columns {
-		for k, cc := range g.Controllers {
+		for k, cc := range g.Rows() {
 			u := 0.95 - float64(k)*col.LossPercent/12
 			if v, ok := n11[cc]; ok && col.IsN11() {
 				u = v
@@ -49,16 +49,17 @@ func TestN11Verdict(t *testing.T) {
 		n, err := fakeReport(tc.util).N11()
 		require.NoError(t, err)
 		require.Equal(t, "25 ms, 1%", n.Column)
+		delete(n.Utilisation, QUICRow)
 		require.Equal(t, tc.util, n.Utilisation)
 		require.Equal(t, tc.classic, n.ClassicUnderHalf, tc.util)
 		require.Equal(t, tc.bbr, n.BBRNot, tc.util)
 		require.Equal(t, tc.reproduce, n.Reproduced, tc.util)
 	}
-	r := fakeReport(map[string]float64{"bbr": 0.931, "cubic": 0.31, "reno": 0.285})
+	r := fakeReport(map[string]float64{"bbr": 0.931, "cubic": 0.31, "reno": 0.285, "quic": 0.7})
 	n, err := r.N11()
 	require.NoError(t, err)
-	require.Equal(t, "N11 (25 ms, 1%, 5 Mbit/s, 1000-packet queue): utilisation bbr 93.1%, cubic 31.0%, reno 28.5%. "+
-		"CUBIC and Reno under half: yes; BBR not: yes. N11 **reproduced**.", n.Sentence(r.Grid.Controllers))
+	require.Equal(t, "N11 (25 ms, 1%, 5 Mbit/s, 1000-packet queue): utilisation bbr 93.1%, cubic 31.0%, reno 28.5%, QUIC (NewReno, quic-go) 70.0%. "+
+		"CUBIC and Reno under half: yes; BBR not: yes. N11 **reproduced**.", n.Sentence(r.Grid.Rows()))
 
 	// Without reno, the classic pair cannot be judged.
 	r.Grid.Controllers = []string{"bbr", "cubic"}
@@ -68,14 +69,14 @@ func TestN11Verdict(t *testing.T) {
 
 	// A run stopped before the N11 column has no verdict.
 	r = fakeReport(nil)
-	r.Cells = r.Cells[:6]
+	r.Cells = r.Cells[:8]
 	_, err = r.N11()
 	require.ErrorIs(t, err, ErrNoN11)
 }
 
 func TestTables(t *testing.T) {
 	r := fakeReport(map[string]float64{"bbr": 0.931, "cubic": 0.31, "reno": 0.285})
-	r.Cells = r.Cells[:len(r.Cells)-1] // reno never ran on the trace
+	r.Cells = r.Cells[:len(r.Cells)-2] // reno and quic never ran on the trace
 	ts := r.Tables()
 	require.Len(t, ts, len(Measures))
 	u := ts[0]
@@ -83,7 +84,7 @@ func TestTables(t *testing.T) {
 	require.Equal(t, "controller", u.Header[0])
 	require.Equal(t, "25 ms, 1%", u.Header[3])
 	require.Equal(t, "cellular-steady", u.Header[11])
-	require.Equal(t, []string{"bbr", "cubic", "reno"}, []string{u.Rows[0][0], u.Rows[1][0], u.Rows[2][0]})
+	require.Equal(t, []string{"bbr", "cubic", "reno", "quic"}, []string{u.Rows[0][0], u.Rows[1][0], u.Rows[2][0], u.Rows[3][0]})
 	require.Equal(t, []string{"93.1", "31.0", "28.5"}, []string{u.Rows[0][3], u.Rows[1][3], u.Rows[2][3]})
 	require.Equal(t, "—", u.Rows[2][11], "a cell that did not run")
 	require.Equal(t, "4.66", ts[1].Rows[0][3], "goodput in Mbit/s")
@@ -115,7 +116,7 @@ func TestWriteAndReadReport(t *testing.T) {
 
 	b, err := os.ReadFile(filepath.Join(dir, JSONFile))
 	require.NoError(t, err)
-	require.Contains(t, string(b), `"schema": "latencylab.ccgrid/v1"`)
+	require.Contains(t, string(b), `"schema": "latencylab.ccgrid/v2"`)
 	require.Contains(t, string(b), `"queue_delay_mean_ms"`)
 	back, err := ReadReport(filepath.Join(dir, JSONFile))
 	require.NoError(t, err)
@@ -133,7 +134,7 @@ func TestWriteAndReadReport(t *testing.T) {
 		return p
 	}
 	_, err = ReadReport(edit(func(m map[string]any) { m["schema"] = "latencylab.ccgrid/v0" }))
-	require.ErrorContains(t, err, `want "latencylab.ccgrid/v1"`)
+	require.ErrorContains(t, err, `want "latencylab.ccgrid/v2" (or "latencylab.ccgrid/v1")`)
 	_, err = ReadReport(edit(func(m map[string]any) { m["extra"] = 1 }))
 	require.ErrorContains(t, err, "unknown field")
 	_, err = ReadReport(edit(func(m map[string]any) {
@@ -157,7 +158,7 @@ func TestFigures(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, img.Bounds().Dx(), img.Bounds().Dy())
 	}
-	r.Cells = r.Cells[:9]
+	r.Cells = r.Cells[:12]
 	_, err = r.Figures()
 	require.NoError(t, err)
 	r.Cells = nil

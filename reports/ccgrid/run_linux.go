@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,11 @@ func Check(g Grid) error {
 	if err := kernel.Available(); err != nil {
 		return err
 	}
-	for _, cc := range g.Controllers {
+	ccs := slices.Clone(g.Controllers)
+	if m := g.Media; m != nil {
+		ccs = append(append(ccs, m.Controllers...), m.Competing...)
+	}
+	for _, cc := range ccs {
 		if err := kernel.ControllerAvailable(cc); err != nil {
 			return err
 		}
@@ -75,12 +80,16 @@ func Run(ctx context.Context, g Grid, root string, progress io.Writer) (*Report,
 	start := time.Now()
 	total := g.Cells()
 	for _, col := range g.Columns {
-		for _, cc := range g.Controllers {
+		for _, cc := range g.Rows() {
 			// A stopped run makes no pair for a cell it would abandon.
 			err := ctx.Err()
 			var c Cell
 			if err == nil {
-				c, err = runCell(ctx, g, col, cc, root, traces)
+				if cc == QUICRow {
+					c, err = runQUICCell(ctx, g, col, root, traces)
+				} else {
+					c, err = runCell(ctx, g, col, cc, root, traces)
+				}
 			}
 			rep.WallSeconds = time.Since(start).Seconds()
 			if err != nil {
@@ -95,6 +104,13 @@ func Run(ctx context.Context, g Grid, root string, progress io.Writer) (*Report,
 				time.Since(start).Seconds(), left.Round(time.Second))
 		}
 	}
+	if g.Media != nil {
+		if err := runMedia(ctx, g, root, rep, start, progress); err != nil {
+			rep.WallSeconds = time.Since(start).Seconds()
+			return rep, err
+		}
+	}
+	rep.WallSeconds = time.Since(start).Seconds()
 	return rep, nil
 }
 

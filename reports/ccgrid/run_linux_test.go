@@ -35,6 +35,7 @@ func requireKernel(t *testing.T, g Grid) {
 func TestRunOneCell(t *testing.T) {
 	g := DefaultGrid()
 	g.Controllers, g.Columns, g.Seconds = []string{"cubic"}, g.Columns[2:3], 2
+	g.QUIC, g.Media = false, nil // TestRunQUICCell and TestRunOneMediaCell run those
 	requireKernel(t, g)
 	var progress strings.Builder
 	r, err := Run(context.Background(), g, moduleRoot, &progress)
@@ -61,6 +62,7 @@ func TestRunOneCell(t *testing.T) {
 func TestRunStopsWithItsContext(t *testing.T) {
 	g := DefaultGrid()
 	g.Controllers, g.Columns, g.Seconds = []string{"reno"}, g.Columns[:1], 5
+	g.Media = nil
 	requireKernel(t, g)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -88,4 +90,53 @@ func TestTraceCapacity(t *testing.T) {
 	require.InDelta(t, 3*bits/0.1, traceCapacity(tr, 15*time.Millisecond, 115*time.Millisecond), 1e-6)
 	require.Zero(t, traceCapacity(tr, 25*time.Millisecond, 95*time.Millisecond))
 	require.InDelta(t, 2*bits/0.02, traceCapacity(tr, 1010*time.Millisecond, 1030*time.Millisecond), 1e-6)
+}
+
+// One short real QUIC bulk cell on N11's link: quic-go's losses are
+// counted, and the window follows the same warm-up as TCP's.
+func TestRunQUICCell(t *testing.T) {
+	g := DefaultGrid()
+	g.Columns, g.Seconds, g.Media = g.Columns[2:3], 2, nil
+	requireKernel(t, g)
+	c, err := runQUICCell(context.Background(), g, g.Columns[0], moduleRoot, nil)
+	require.NoError(t, err)
+	t.Logf("%+v", c)
+	require.Equal(t, QUICRow, c.Controller)
+	require.Greater(t, c.Utilisation, 0.05)
+	require.Less(t, c.Utilisation, 1.0)
+	require.InDelta(t, 1.5, c.WindowSeconds, 0.1)
+	require.Positive(t, c.Retransmits, "1% loss on the data")
+	require.Positive(t, c.Drops["loss"])
+}
+
+// One short real media session, QUIC with the ABR on N11's link: frames
+// are displayed, the latency is measured, the media goodput counted.
+func TestRunOneMediaCell(t *testing.T) {
+	g := DefaultGrid()
+	g.Columns = g.Columns[2:3]
+	g.Media = &MediaPlan{Columns: []string{g.Columns[0].Name}, Seconds: 3}
+	require.NoError(t, g.Validate())
+	requireKernel(t, g)
+	c, err := runMediaCell(context.Background(), g, mediaCase{col: g.Columns[0]}, moduleRoot)
+	require.NoError(t, err)
+	t.Logf("%+v", c)
+	require.Equal(t, "quic", c.Transport)
+	require.Positive(t, c.Displayed)
+	require.Positive(t, c.LatencyMedianMS)
+	require.GreaterOrEqual(t, c.LatencyP95MS, c.LatencyMedianMS)
+	require.Positive(t, c.MediaGoodputBps)
+	require.Positive(t, c.MediaUtilisation)
+	require.Less(t, c.MediaUtilisation, 1.0)
+	require.Empty(t, c.Competing)
+}
+
+// p95 is the nearest-rank 95th percentile.
+func TestP95(t *testing.T) {
+	require.Zero(t, p95(nil))
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i))
+	}
+	require.Equal(t, time.Duration(95), p95(ds))
+	require.Equal(t, time.Duration(1), p95(ds[:1]))
 }
