@@ -26,19 +26,7 @@ import (
 // the row would not compare with TCP's; this is the same transfer with the
 // receiver's count read at the warm-up's end as well.
 func runQUICCell(ctx context.Context, g Grid, col Column, root string, traces map[string]*netem.Trace) (Cell, error) {
-	down, err := col.Impairments(root, true)
-	if err != nil {
-		return Cell{}, err
-	}
-	up, err := col.Impairments(root, false)
-	if err != nil {
-		return Cell{}, err
-	}
-	epoch := time.Now()
-	p, err := kernel.New(kernel.Config{
-		AtoB: netem.LinkConfig{Seed: g.Seed, Epoch: epoch, Impairments: down},
-		BtoA: netem.LinkConfig{Seed: g.Seed, Epoch: epoch, Impairments: up},
-	})
+	p, epoch, err := newPair(g, col, root)
 	if err != nil {
 		return Cell{}, err
 	}

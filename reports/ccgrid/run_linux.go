@@ -118,21 +118,7 @@ func Run(ctx context.Context, g Grid, root string, progress io.Writer) (*Report,
 // namespace keeps a TCP metrics cache per destination, and a flow that
 // inherits the previous one's ssthresh starts differently.
 func runCell(ctx context.Context, g Grid, col Column, cc, root string, traces map[string]*netem.Trace) (Cell, error) {
-	down, err := col.Impairments(root, true)
-	if err != nil {
-		return Cell{}, err
-	}
-	up, err := col.Impairments(root, false)
-	if err != nil {
-		return Cell{}, err
-	}
-	// Both links count from this epoch, so the trace's position in the
-	// measured window is known (see traceCapacity).
-	epoch := time.Now()
-	p, err := kernel.New(kernel.Config{
-		AtoB: netem.LinkConfig{Seed: g.Seed, Epoch: epoch, Impairments: down},
-		BtoA: netem.LinkConfig{Seed: g.Seed, Epoch: epoch, Impairments: up},
-	})
+	p, epoch, err := newPair(g, col, root)
 	if err != nil {
 		return Cell{}, err
 	}
@@ -246,4 +232,25 @@ func kernelRelease() string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// newPair makes a cell's pair of namespaces: the column's impairments A to
+// B (the data's direction) and back, both links counting from the epoch it
+// returns, so that a trace's position in the measured window is known (see
+// traceCapacity).
+func newPair(g Grid, col Column, root string) (*kernel.Pair, time.Time, error) {
+	down, err := col.Impairments(root, true)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	up, err := col.Impairments(root, false)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	epoch := time.Now()
+	p, err := kernel.New(kernel.Config{
+		AtoB: netem.LinkConfig{Seed: g.Seed, Epoch: epoch, Impairments: down},
+		BtoA: netem.LinkConfig{Seed: g.Seed, Epoch: epoch, Impairments: up},
+	})
+	return p, epoch, err
 }
