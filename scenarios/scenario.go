@@ -345,3 +345,39 @@ func (p Path) Plain() bool {
 		(p.ViewerNAT == "" || p.ViewerNAT == "none") && !p.SameRouter && p.RelayDelay == 0 &&
 		!p.IgnoreLANCandidates && !p.ForceRelay
 }
+
+// ABRDuration is the ABR parameter a scenario names key (threshold,
+// window, baseline, sustain, close, hold) as a field of c, or nil for
+// another key: the one map from the format's names to the fields, for
+// tools that set parameters by name (compare's settings, the sweep).
+func (c *Controller) ABRDuration(key string) *time.Duration {
+	switch key {
+	case "threshold":
+		return &c.Threshold
+	case "window":
+		return &c.Window
+	case "baseline":
+		return &c.Baseline
+	case "sustain":
+		return &c.Sustain
+	case "close":
+		return &c.Close
+	case "hold":
+		return &c.Hold
+	}
+	return nil
+}
+
+// ABRShare is ABRDuration for the parameters that are fractions
+// (decrease, increase, guard).
+func (c *Controller) ABRShare(key string) *float64 {
+	switch key {
+	case "decrease":
+		return &c.Decrease
+	case "increase":
+		return &c.Increase
+	case "guard":
+		return &c.Guard
+	}
+	return nil
+}

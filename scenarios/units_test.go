@@ -211,3 +211,37 @@ func FuzzParseUnits(f *testing.F) {
 // percentOf is what ParsePercent makes of v%: v/100 computed at run time (a
 // constant expression would be rounded once, exactly, and differ).
 func percentOf(v float64) float64 { return v / 100 }
+
+// Every ABR parameter of the format has a field by its name, and nothing
+// else does: the tools that set parameters by name (compare, the sweep)
+// reach exactly the keys a scenario file writes.
+func TestControllerABRParametersByName(t *testing.T) {
+	var c Controller
+	named := 0
+	for _, key := range objects["controller"] {
+		d, f := c.ABRDuration(key), c.ABRShare(key)
+		switch key {
+		case "kind", "bitrate", "steps", "min", "max":
+			if d != nil || f != nil {
+				t.Errorf("%s is not an ABR rule parameter", key)
+			}
+			continue
+		}
+		if (d == nil) == (f == nil) {
+			t.Errorf("%s: want exactly one of a duration or a share field", key)
+			continue
+		}
+		named++
+		if d != nil {
+			*d = time.Duration(named)
+		} else {
+			*f = float64(named)
+		}
+	}
+	if named != 9 {
+		t.Fatalf("%d ABR parameters, want 9", named)
+	}
+	// Each key reached its own field: the values written are all there.
+	want := Controller{Window: 1, Baseline: 2, Threshold: 3, Sustain: 4, Close: 5, Hold: 6, Decrease: 7, Increase: 8, Guard: 9}
+	require.Equal(t, want, c, "fields set by name")
+}

@@ -158,21 +158,7 @@ func abrDuration(key, value string) (func(*scenarios.Scenario) error, error) {
 		if sc.Controller.Kind != "abr" {
 			return errNotABR(key, sc)
 		}
-		c := &sc.Controller
-		switch key {
-		case "threshold":
-			c.Threshold = d
-		case "window":
-			c.Window = d
-		case "baseline":
-			c.Baseline = d
-		case "sustain":
-			c.Sustain = d
-		case "close":
-			c.Close = d
-		case "hold":
-			c.Hold = d
-		}
+		*sc.Controller.ABRDuration(key) = d
 		return nil
 	}, nil
 }
@@ -192,14 +178,7 @@ func abrPercent(key, value string) (func(*scenarios.Scenario) error, error) {
 		if sc.Controller.Kind != "abr" {
 			return errNotABR(key, sc)
 		}
-		switch c := &sc.Controller; key {
-		case "decrease":
-			c.Decrease = f
-		case "increase":
-			c.Increase = f
-		case "guard":
-			c.Guard = f
-		}
+		*sc.Controller.ABRShare(key) = f
 		return nil
 	}, nil
 }

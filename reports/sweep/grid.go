@@ -76,51 +76,44 @@ type Grid struct {
 
 // axis is one ABR parameter of the grid: its key in grid files and flags,
 // the letter that names it in point IDs, and where its values live in a
-// Grid, a Point and a scenarios.Controller. Exactly one of the pairs
-// (durs, dur, ctlDur) and (shares, share, ctlShare) is set.
+// Grid and a Point (in a scenarios.Controller, the key names the field:
+// Controller.ABRDuration, ABRShare). Exactly one of the pairs (durs, dur)
+// and (shares, share) is set.
 type axis struct {
 	key, letter string
 	what        string // for errors: "a duration above 0s"
 
-	durs   func(*Grid) *[]time.Duration
-	dur    func(*Point) *time.Duration
-	ctlDur func(*scenarios.Controller) *time.Duration
+	durs func(*Grid) *[]time.Duration
+	dur  func(*Point) *time.Duration
 
-	shares   func(*Grid) *[]float64
-	share    func(*Point) *float64
-	ctlShare func(*scenarios.Controller) *float64
-	ok       func(float64) bool
+	shares func(*Grid) *[]float64
+	share  func(*Point) *float64
+	ok     func(float64) bool
 }
 
 // axes are the grid's parameters, in the order points are enumerated
 // (the first varies slowest) and IDs are written.
 var axes = []axis{
 	{key: "threshold", letter: "t", what: "a duration above 0s, like 60ms",
-		durs:   func(g *Grid) *[]time.Duration { return &g.Threshold },
-		dur:    func(p *Point) *time.Duration { return &p.Threshold },
-		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Threshold }},
+		durs: func(g *Grid) *[]time.Duration { return &g.Threshold },
+		dur:  func(p *Point) *time.Duration { return &p.Threshold }},
 	{key: "decrease", letter: "d", what: "a percentage above 0% and below 100%, like 20%",
-		shares:   func(g *Grid) *[]float64 { return &g.Decrease },
-		share:    func(p *Point) *float64 { return &p.Decrease },
-		ctlShare: func(c *scenarios.Controller) *float64 { return &c.Decrease },
-		ok:       func(f float64) bool { return f > 0 && f < 1 }},
+		shares: func(g *Grid) *[]float64 { return &g.Decrease },
+		share:  func(p *Point) *float64 { return &p.Decrease },
+		ok:     func(f float64) bool { return f > 0 && f < 1 }},
 	{key: "increase", letter: "i", what: "a percentage above 0%, like 15%",
-		shares:   func(g *Grid) *[]float64 { return &g.Increase },
-		share:    func(p *Point) *float64 { return &p.Increase },
-		ctlShare: func(c *scenarios.Controller) *float64 { return &c.Increase },
-		ok:       func(f float64) bool { return f > 0 }},
+		shares: func(g *Grid) *[]float64 { return &g.Increase },
+		share:  func(p *Point) *float64 { return &p.Increase },
+		ok:     func(f float64) bool { return f > 0 }},
 	{key: "hold", letter: "h", what: "a duration above 0s, like 1.5s",
-		durs:   func(g *Grid) *[]time.Duration { return &g.Hold },
-		dur:    func(p *Point) *time.Duration { return &p.Hold },
-		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Hold }},
+		durs: func(g *Grid) *[]time.Duration { return &g.Hold },
+		dur:  func(p *Point) *time.Duration { return &p.Hold }},
 	{key: "sustain", letter: "s", what: "a duration above 0s, like 1s",
-		durs:   func(g *Grid) *[]time.Duration { return &g.Sustain },
-		dur:    func(p *Point) *time.Duration { return &p.Sustain },
-		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Sustain }},
+		durs: func(g *Grid) *[]time.Duration { return &g.Sustain },
+		dur:  func(p *Point) *time.Duration { return &p.Sustain }},
 	{key: "close", letter: "c", what: "a duration above 0s, like 20ms",
-		durs:   func(g *Grid) *[]time.Duration { return &g.Close },
-		dur:    func(p *Point) *time.Duration { return &p.Close },
-		ctlDur: func(c *scenarios.Controller) *time.Duration { return &c.Close }},
+		durs: func(g *Grid) *[]time.Duration { return &g.Close },
+		dur:  func(p *Point) *time.Duration { return &p.Close }},
 }
 
 // AxisKeys are the grid's parameters as grid files and flags name them,

@@ -153,10 +153,10 @@ func (p Point) Apply(sc *scenarios.Scenario) error {
 	for _, a := range axes {
 		if a.dur != nil {
 			if v := *a.dur(&p); v != 0 {
-				*a.ctlDur(c) = v
+				*c.ABRDuration(a.key) = v
 			}
 		} else if v := *a.share(&p); v != 0 {
-			*a.ctlShare(c) = v
+			*c.ABRShare(a.key) = v
 		}
 	}
 	sc.Expect = nil
