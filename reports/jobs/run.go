@@ -20,6 +20,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/exact"
+	"github.com/nuvirahub/latencylab/internal/sessionproc"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -40,6 +42,11 @@ type Plan struct {
 	Seeds []uint64
 	// Parallel bounds the sessions run at once; 0 is GOMAXPROCS.
 	Parallel int
+	// Exact, when set, runs each session exact: in a fresh WebAssembly
+	// instance of it, where a session depends on its scenario and seed
+	// only (package internal/exact). Otherwise sessions run in worker
+	// processes if UseWorkers named a test, else in this process.
+	Exact *exact.Runner
 	// Progress, when set, gets a line per finished session with the count
 	// done, the time left, and the virtual seconds run per wall second.
 	Progress io.Writer
@@ -128,6 +135,10 @@ func Run(t *testing.T, p Plan) []Session {
 		}
 		close(queue)
 	}()
+	if p.Exact != nil {
+		runExact(t, p.Exact, workers, queue, out, finish)
+		return out
+	}
 	if test := workerName(); test != "" && !Serving() {
 		runInWorkers(t, test, workers, queue, out, finish)
 		return out
@@ -154,6 +165,36 @@ func Run(t *testing.T, p Plan) []Session {
 	return out
 }
 
+// runExact runs the queue exact, each session in a fresh instance of r,
+// slots at a time.
+func runExact(t *testing.T, r *exact.Runner, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range slots {
+		wg.Go(func() {
+			for j := range queue {
+				s := &out[j.i]
+				res, err := r.Run(t.Context(), j.sc)
+				s.take(res, err)
+				finish(s, j.sc)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// take records a session's outcome from another process.
+func (s *Session) take(res sessionproc.Result, err error) {
+	if err != nil {
+		s.Err = err
+		return
+	}
+	s.Result, s.Wall, s.Skipped = res.Result, res.Wall, res.Skipped
+	if res.Err != "" {
+		s.Err = errors.New(res.Err)
+	}
+}
+
 // runInWorkers runs the queue in worker processes of the test binary, one
 // per slot; a worker that fails is that session's error and is replaced.
 func runInWorkers(t *testing.T, test string, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
@@ -178,15 +219,10 @@ func runInWorkers(t *testing.T, test string, slots int, queue <-chan job, out []
 					}
 				}
 				res, err := wk.run(j.sc)
-				switch {
-				case err != nil:
-					s.Err, wk = err, nil // closed by run; the next session starts another
-				default:
-					s.Result, s.Wall, s.Skipped = res.Result, res.Wall, res.Skipped
-					if res.Err != "" {
-						s.Err = errors.New(res.Err)
-					}
+				if err != nil {
+					wk = nil // closed by run; the next session starts another
 				}
+				s.take(res, err)
 				finish(s, j.sc)
 			}
 		})

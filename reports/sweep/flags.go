@@ -23,6 +23,7 @@ const (
 	FlagShard     = "shard"
 	FlagOut       = "out"
 	FlagParallel  = "parallel"
+	FlagExact     = "exact"
 )
 
 // DefaultOut is where the job writes, relative to the module's root.
@@ -49,6 +50,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	def(FlagShard, "1/1", "the shard to run, i/n from 1/n to n/n: the points whose index is i-1 modulo n")
 	def(FlagOut, DefaultOut, "the folder for the part file (and, for 1/1, the report)")
 	def(FlagParallel, "0", "sessions at once; 0 is every core")
+	def(FlagExact, "true", "run every session exact (WebAssembly, internal/exact): the same table from any run or sharding, about 10x slower; false runs them natively")
 }
 
 // Job is what the flags ask for.
@@ -60,6 +62,8 @@ type Job struct {
 	Out string
 	// Parallel bounds the sessions run at once (0: every core).
 	Parallel int
+	// Exact runs every session exact (RunOptions.Exact).
+	Exact bool
 }
 
 // JobFromFlags reads the flags of fs, after it parsed them: the grid file
@@ -141,6 +145,12 @@ func JobFromFlags(fs *flag.FlagSet, root string) (Job, error) {
 			flagErr(FlagParallel, fmt.Errorf("%s is not a count of sessions: expected 0 (every core) or more", p))
 		}
 	}
+	j.Exact = true
+	if e := get(FlagExact); e != "" {
+		if j.Exact, err = strconv.ParseBool(e); err != nil {
+			flagErr(FlagExact, fmt.Errorf("%s is not true or false", e))
+		}
+	}
 	if len(errs) == 0 {
 		if err := j.Grid.Validate(); err != nil {
 			errs = append(errs, err)
@@ -188,5 +198,6 @@ func (j Job) Args() ([]string, error) {
 		"-"+FlagShard+"="+j.Shard.String(),
 		"-"+FlagOut+"="+out,
 		"-"+FlagParallel+"="+strconv.Itoa(j.Parallel),
+		"-"+FlagExact+"="+strconv.FormatBool(j.Exact),
 	), nil
 }

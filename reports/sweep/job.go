@@ -1,11 +1,14 @@
 package sweep
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
+
+	"github.com/nuvirahub/latencylab/internal/exact"
 )
 
 // RunJob runs the job's shard (RunShard, the scenario files relative to
@@ -17,7 +20,16 @@ import (
 // after the files are written: the job fails, and what ran is kept.
 func RunJob(t *testing.T, j Job, root string, progress, log io.Writer) (*Part, error) {
 	t.Helper()
-	part, err := RunShard(t, j.Grid, j.Shard.I, j.Shard.N, RunOptions{Parallel: j.Parallel, Progress: progress, Root: root})
+	o := RunOptions{Parallel: j.Parallel, Progress: progress, Root: root}
+	if j.Exact {
+		r, err := exact.Open(t.Context(), exact.Options{Root: root, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close(context.Background())
+		o.Exact = r
+	}
+	part, err := RunShard(t, j.Grid, j.Shard.I, j.Shard.N, o)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,8 @@ type Table struct {
 	Grid  Grid
 	Rows  []Row
 	Parts []PartInfo
+	// Exact says every session ran exact (Part.Exact).
+	Exact bool
 }
 
 // PartInfo is how one part ran, for the speed figures.
@@ -68,6 +70,12 @@ func Merge(parts []*Part) (*Table, error) {
 	for _, p := range parts[1:] {
 		if got, _ := json.Marshal(p.Grid); string(got) != string(want) {
 			return nil, fmt.Errorf("%w: %s and %s: %s", ErrGrid, name(first), name(p), gridDiff(first.Grid, p.Grid))
+		}
+	}
+	for _, p := range parts[1:] {
+		if p.Exact != first.Exact {
+			return nil, fmt.Errorf("%w: %s ran %s, %s ran %s: run every shard the same way (-exact)",
+				ErrGrid, name(first), mode(first.Exact), name(p), mode(p.Exact))
 		}
 	}
 	g := first.Grid
@@ -140,7 +148,7 @@ func Merge(parts []*Part) (*Table, error) {
 		}
 	}
 
-	t := &Table{Grid: g}
+	t := &Table{Grid: g, Exact: first.Exact}
 	for _, p := range parts {
 		info := PartInfo{File: p.File, Shard: p.Shard, Wall: p.Wall, Virtual: p.Virtual, Parallel: p.Parallel}
 		for _, pr := range p.Points {
@@ -153,6 +161,14 @@ func Merge(parts []*Part) (*Table, error) {
 		t.Rows = append(t.Rows, aggregate(*pr))
 	}
 	return t, nil
+}
+
+// mode names how a part's sessions ran.
+func mode(exact bool) string {
+	if exact {
+		return "exact sessions"
+	}
+	return "native sessions"
 }
 
 // name is how errors name a part: its file, or its shard when it was not

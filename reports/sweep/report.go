@@ -269,16 +269,20 @@ func (t *Table) speedPhrase() string {
 	wall, virtual := t.Wall(), t.Virtual()
 	s := fmt.Sprintf("%.0f scenario seconds in %.1f wall seconds, %.0f scenario seconds per wall second",
 		virtual.Seconds(), wall.Seconds(), t.Speed())
+	how := "Sessions ran natively: a few can differ from run to run (reports/jobs, worker.go)."
+	if t.Exact {
+		how = "Sessions ran exact: each is a function of its scenario and seed, so any run or sharding of this grid gives this table (internal/exact)."
+	}
 	if len(t.Parts) == 1 {
 		p := t.Parts[0]
-		return fmt.Sprintf("Ran as one part, %d sessions at once: %s.", p.Parallel, s)
+		return fmt.Sprintf("Ran as one part, %d sessions at once: %s. %s", p.Parallel, s, how)
 	}
 	var each []string
 	for _, p := range t.Parts {
 		each = append(each, fmt.Sprintf("%s %s", p.Shard, p.Wall.Round(100*time.Millisecond)))
 	}
-	return fmt.Sprintf("Ran as %d parts (wall time %s): %s of machine time; %.1f s elapsed when the parts run at once.",
-		len(t.Parts), strings.Join(each, ", "), s, t.Elapsed().Seconds())
+	return fmt.Sprintf("Ran as %d parts (wall time %s): %s of machine time; %.1f s elapsed when the parts run at once. %s",
+		len(t.Parts), strings.Join(each, ", "), s, t.Elapsed().Seconds(), how)
 }
 
 // missingRows lists the absent figures, row by row.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/exact"
 	"github.com/nuvirahub/latencylab/reports/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -89,6 +90,9 @@ type RunOptions struct {
 	// Root is what scenario files of the grid are relative to: the
 	// module's root.
 	Root string
+	// Exact, when set, runs every session exact (jobs.Plan.Exact), so
+	// that a point's figures are the same in any run, shard or machine.
+	Exact *exact.Runner
 }
 
 // RunShard runs shard i of n of the grid: every point of the shard on
@@ -117,12 +121,12 @@ func RunShard(t *testing.T, g Grid, i, n int, o RunOptions) (*Part, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	part := &Part{Schema: PartSchema, Grid: g, Shard: ShardID{I: i, N: n}, Parallel: workers, Points: []PointResult{}}
+	part := &Part{Schema: PartSchema, Grid: g, Shard: ShardID{I: i, N: n}, Parallel: workers, Exact: o.Exact != nil, Points: []PointResult{}}
 	if len(points) == 0 {
 		return part, nil // more shards than points: an empty, valid part
 	}
 	began := time.Now()
-	sessions := jobs.Run(t, jobs.Plan{Scenarios: scs, Variants: variants, Seeds: g.Seeds, Parallel: workers, Progress: o.Progress})
+	sessions := jobs.Run(t, jobs.Plan{Scenarios: scs, Variants: variants, Seeds: g.Seeds, Parallel: workers, Progress: o.Progress, Exact: o.Exact})
 	part.Wall = time.Since(began)
 	// jobs.Run returns the sessions variant by variant, then scenario,
 	// then seed: a point's sessions are consecutive.

@@ -1,0 +1,211 @@
+// Package exact runs scenario sessions that depend on their scenario and
+// seed only: the same session gives the same result, frame for frame, in
+// any run, any shard, on any machine with the same code and Go version.
+//
+// Why this takes a separate machine. A session is goroutines in a synctest
+// bubble (the lab's QUIC connection, the agent, the viewer, the links), and
+// at one virtual instant several of them are often ready at once. Their
+// order is the Go runtime's, and three things in it follow the wall clock
+// or an unseeded source: the scheduler's monitor preempts a goroutine (and
+// with it a chain of goroutines that share its time slice) after 10 ms of
+// wall time; a sync.Mutex turns to handing itself over once a waiter has
+// waited 1 ms of wall time; and a select with several ready cases, like a
+// map, draws from the runtime's own random source, seeded by the kernel.
+// Measured on one sweep session run 8 times in fresh native processes:
+// two outcomes (70.2 and 87.9 ms latency median), 4 and 4; with each of the
+// three removed from a copy of the runtime in turn, still two; with all
+// three removed, one. A native worker (reports/jobs) settles most sessions
+// but not all: 826 of 864 in a sweep.
+//
+// So this package compiles the lab (package internal/sessionproc/guest,
+// the whole session code) to WebAssembly (GOOS=wasip1) and runs each
+// session in a fresh instance under wazero, a WebAssembly runtime written
+// in Go. There, the Go runtime has one thread and no monitor, so nothing
+// preempts; and the instance's clocks and random source are wazero's
+// deterministic ones (a clock that advances 1 ms per reading, a fixed
+// random stream), so the mutex and select decisions repeat. A fresh
+// instance per session keeps a session independent of those run before
+// it in the same process, which is what makes a shard's sessions the same
+// as the unsharded run's.
+//
+// The price is speed: a session runs about 10 times slower than natively
+// (see the README's sweep figures), and the first use builds the guest
+// (go test -c, GOOS=wasip1) and compiles it to machine code, cached in
+// the user's cache folder.
+package exact
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/nuvirahub/latencylab/internal/sessionproc"
+	"github.com/nuvirahub/latencylab/internal/sessionproc/guest"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// GuestPackage is the package whose test binary is the guest, relative to
+// the module's root.
+const GuestPackage = "./internal/sessionproc/guest"
+
+// Options configure Open.
+type Options struct {
+	// Root is the module's root, where the guest is built.
+	Root string
+	// CacheDir keeps the guest compiled to machine code between runs;
+	// empty is latencylab/exact in the user's cache folder.
+	CacheDir string
+	// Log, when set, is told what the first use builds and how long it
+	// takes.
+	Log io.Writer
+}
+
+// Runner runs exact sessions. It is safe for concurrent use: each Run
+// starts its own instance.
+type Runner struct {
+	runtime wazero.Runtime
+	module  wazero.CompiledModule
+	dir     string // the working directory the guest sees
+}
+
+// Open builds the guest from the module's source, compiles it, and
+// returns a Runner. Close it when done.
+func Open(ctx context.Context, o Options) (*Runner, error) {
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	if o.CacheDir == "" {
+		user, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("exact: no cache folder (set CacheDir): %w", err)
+		}
+		o.CacheDir = filepath.Join(user, "latencylab", "exact")
+	}
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format, args...)
+		}
+	}
+	began := time.Now()
+	bin, err := Build(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	logf("exact: guest built (%s, %.1f MB) in %s\n", GuestPackage, float64(len(bin))/1e6, time.Since(began).Round(100*time.Millisecond))
+	cache, err := wazero.NewCompilationCacheWithDir(o.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("exact: compilation cache %s: %w", o.CacheDir, err)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("exact: %w", err)
+	}
+	began = time.Now()
+	mod, err := rt.CompileModule(ctx, bin)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("exact: compiling the guest: %w", err)
+	}
+	logf("exact: guest compiled to machine code in %s (cached in %s)\n", time.Since(began).Round(100*time.Millisecond), o.CacheDir)
+	dir, err := os.Getwd()
+	if err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
+	return &Runner{runtime: rt, module: mod, dir: dir}, nil
+}
+
+// Build compiles the guest's test binary to WebAssembly from the source
+// in root and returns it. The go command's build cache makes a rebuild of
+// unchanged source quick.
+func Build(ctx context.Context, root string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "latencylab-guest-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "guest.wasm")
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, GuestPackage)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("exact: building the guest (GOOS=wasip1 GOARCH=wasm go test -c %s in %s): %w\n%s", GuestPackage, root, err, msg)
+	}
+	return os.ReadFile(out)
+}
+
+// Run runs one session in a fresh instance and returns its result, with
+// Wall the session's wall time as the host saw it (the instance's clock is
+// not the wall's).
+func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (sessionproc.Result, error) {
+	item, err := sessionproc.NewItem(sc)
+	if err != nil {
+		return sessionproc.Result{}, err
+	}
+	line, err := jsonLine(item)
+	if err != nil {
+		return sessionproc.Result{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cfg := wazero.NewModuleConfig().
+		WithName(""). // anonymous: instances of one module side by side
+		WithArgs("guest.wasm", "-test.run=^TestGuest$", "-test.count=1", "-test.timeout=0").
+		WithEnv(guest.GuestEnv, "1").
+		WithEnv("PWD", r.dir).
+		WithStdin(bytes.NewReader(line)).
+		WithStdout(&stdout).
+		WithStderr(&stderr).
+		// Scenario files and traces are read where the host has them.
+		WithFSConfig(wazero.NewFSConfig().WithReadOnlyDirMount("/", "/"))
+	// The clocks, sleep and random source stay wazero's deterministic
+	// defaults: that is the point (see the package comment).
+	began := time.Now()
+	mod, err := r.runtime.InstantiateModule(ctx, r.module, cfg)
+	wall := time.Since(began)
+	if mod != nil {
+		mod.Close(ctx)
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 0 {
+		err = nil
+	}
+	res, findErr := sessionproc.FindResult(stdout.Bytes(), guest.ResultPrefix)
+	if err != nil || findErr != nil {
+		return sessionproc.Result{}, fmt.Errorf("exact: session %s (seed %d): %w\n%s", sc.Name, sc.Seed, errors.Join(err, findErr),
+			lastLines(stdout.String()+stderr.String(), 20))
+	}
+	res.Wall = wall
+	return res, nil
+}
+
+// Close releases the runtime.
+func (r *Runner) Close(ctx context.Context) error { return r.runtime.Close(ctx) }
+
+// jsonLine is the item as the guest reads it: one JSON line.
+func jsonLine(item sessionproc.Item) ([]byte, error) {
+	data, err := json.Marshal(item)
+	return append(data, '\n'), err
+}
+
+// lastLines is the end of a failed instance's output, which says why.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

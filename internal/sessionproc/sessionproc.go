@@ -1,0 +1,126 @@
+// Package sessionproc runs one scenario session as data in, data out: a
+// scenario (as YAML) goes in, its result (as JSON) comes out. It is what a
+// process that runs sessions for another one does, whether that process is
+// a native worker (package reports/jobs) or a WebAssembly instance (package
+// internal/exact), so that both run a session the same way.
+package sessionproc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"testing/cryptotest"
+	"testing/synctest"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Item is a session handed to another process: the scenario as YAML, a
+// variant's changes applied, so that nothing but data crosses.
+type Item struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	YAML string `json:"yaml"`
+}
+
+// Result is the answer for an Item.
+type Result struct {
+	Result *lab.ScenarioResult `json:"result,omitempty"`
+	// Err is why there is no result or why it is incomplete; Skipped says
+	// the scenario needs ../shared and it is absent.
+	Err     string `json:"error,omitempty"`
+	Skipped bool   `json:"skipped,omitempty"`
+	// Wall is the session's wall time as the process that ran it saw it
+	// (a WebAssembly instance's clock is not the wall's: see
+	// internal/exact).
+	Wall time.Duration `json:"wall_ns"`
+}
+
+// NewItem describes sc for another process.
+func NewItem(sc *scenarios.Scenario) (Item, error) {
+	data, err := yaml.Marshal(sc)
+	if err != nil {
+		return Item{}, fmt.Errorf("sessionproc: scenario %s: %w", sc.Name, err)
+	}
+	return Item{Name: sc.Name, File: sc.File, YAML: string(data)}, nil
+}
+
+// Run runs the item's session in a bubble of its own, with crypto/rand
+// seeded by the scenario's seed (testing/cryptotest: for the whole
+// process, so never from parallel tests). It is what makes a session a
+// function of its scenario and seed, as far as the process's scheduling
+// allows.
+func Run(t *testing.T, item Item) Result {
+	sc, err := scenarios.Parse(item.File, []byte(item.YAML), nil)
+	if err != nil {
+		return Result{Err: fmt.Sprintf("scenario %s does not survive the trip to the worker: %v", item.Name, err)}
+	}
+	sc.Name = item.Name
+	var res Result
+	began := time.Now()
+	cryptotest.SetGlobalRandom(t, sc.Seed)
+	synctest.Test(t, func(t *testing.T) {
+		r, err := lab.Run(t.Context(), sc)
+		res.Result = r
+		if err != nil {
+			res.Err = err.Error()
+			res.Skipped = errors.Is(err, lab.ErrSharedAbsent)
+		}
+	})
+	res.Wall = time.Since(began)
+	return res
+}
+
+// Serve runs the items read from in, one JSON line each, and writes each
+// result to out as one JSON line, until in ends. Each line of out starts
+// with prefix, so that a reader can tell results from whatever else the
+// process prints there.
+func Serve(t *testing.T, in io.Reader, out io.Writer, prefix string) error {
+	lines := bufio.NewScanner(in)
+	lines.Buffer(make([]byte, 1<<20), 64<<20)
+	for lines.Scan() {
+		var item Item
+		if err := json.Unmarshal(lines.Bytes(), &item); err != nil {
+			return fmt.Errorf("sessionproc: reading an item: %w", err)
+		}
+		line, err := json.Marshal(Run(t, item))
+		if err != nil {
+			return fmt.Errorf("sessionproc: %s: %w", item.Name, err)
+		}
+		if _, err := fmt.Fprintf(out, "%s%s\n", prefix, line); err != nil {
+			return fmt.Errorf("sessionproc: writing a result: %w", err)
+		}
+	}
+	return lines.Err()
+}
+
+// ErrNoResult is returned by FindResult when the output holds no result
+// line.
+var ErrNoResult = errors.New("sessionproc: no result in the output")
+
+// FindResult finds the last result line (one starting with prefix) in a
+// process's output and decodes it.
+func FindResult(output []byte, prefix string) (Result, error) {
+	var found []byte
+	for line := range bytes.Lines(output) {
+		if rest, ok := bytes.CutPrefix(line, []byte(prefix)); ok {
+			found = rest
+		}
+	}
+	if found == nil {
+		return Result{}, ErrNoResult
+	}
+	var res Result
+	if err := json.Unmarshal(found, &res); err != nil {
+		return Result{}, fmt.Errorf("sessionproc: a result line: %w", err)
+	}
+	return res, nil
+}
