@@ -59,6 +59,12 @@ whose index is i-1 modulo n and writes its part file; merge the parts with
 lab sweep-merge. A 1/1 run writes the report itself. -grid and -out are
 relative to the working directory, scenario files to the module's root.
 
+Sessions run exact by default: each in a fresh WebAssembly instance with
+deterministic clocks (internal/exact), so that the table is the same from
+any run, machine or sharding of the grid (the first run builds the guest,
+about a minute). -exact=false runs them natively, about 10 times faster,
+where a few sessions in a hundred differ from run to run.
+
 flags:
 `)
 		fs.PrintDefaults()

@@ -17,20 +17,24 @@ import (
 func TestSweepCommand(t *testing.T) {
 	root, err := moduleRoot()
 	require.NoError(t, err)
-	args, err := sweepCommand([]string{"-threshold", "30ms,60ms", "-scenarios", "abr-lossy", "-shard", "2/3", "-out", "res"}, &bytes.Buffer{})
+	args, err := sweepCommand([]string{"-threshold", "30ms,60ms", "-scenarios", "abr-lossy", "-shard", "2/3", "-out", "res", "-exact=false"}, &bytes.Buffer{})
 	require.NoError(t, err)
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	require.Equal(t, []string{"test", "-C", filepath.Join(root, "reports", "jobs"), "-tags", "jobs", "-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args",
-		"-threshold=30ms,60ms", "-scenarios=abr-lossy", "-seeds=", "-warmup=2s", "-shard=2/3", "-out=" + filepath.Join(wd, "res"), "-parallel=0"}, args)
+		"-threshold=30ms,60ms", "-scenarios=abr-lossy", "-seeds=", "-warmup=2s", "-shard=2/3", "-out=" + filepath.Join(wd, "res"), "-parallel=0", "-exact=false"}, args)
+	args, err = sweepCommand([]string{"-scenarios", "abr-lossy"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "-exact=true", args[len(args)-1], "exact by default")
 }
 
 func TestSweepCommandRefusesBadFlags(t *testing.T) {
 	for want, args := range map[string][]string{
-		"-decrease: 100% out of range": {"-scenarios", "abr-lossy", "-decrease", "100%"},
-		"no scenarios":                 {"-threshold", "30ms"},
-		"bad shard 3/2":                {"-scenarios", "abr-lossy", "-shard", "3/2"},
-		`unexpected argument "extra"`:  {"-scenarios", "abr-lossy", "extra"},
+		"-decrease: 100% out of range":       {"-scenarios", "abr-lossy", "-decrease", "100%"},
+		"no scenarios":                       {"-threshold", "30ms"},
+		"bad shard 3/2":                      {"-scenarios", "abr-lossy", "-shard", "3/2"},
+		`unexpected argument "extra"`:        {"-scenarios", "abr-lossy", "extra"},
+		"-exact: maybe is not true or false": {"-scenarios", "abr-lossy", "-exact", "maybe"},
 	} {
 		_, err := sweepCommand(args, &bytes.Buffer{})
 		require.ErrorContains(t, err, want, "%v", args)
