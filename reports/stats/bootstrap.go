@@ -32,9 +32,9 @@ func MedianCI(x []float64, level float64, iters int, rng *rand.Rand) (Estimate, 
 // are, with replacement, then draws each drawn run's samples with
 // replacement, and pools them. The first level is what makes the interval
 // honest about run-to-run noise: seeds change the network's random
-// decisions and quic-go's scheduling is not a function of the seed, so two
-// runs of one configuration differ by more than the frames of one run
-// vary around their own median. Runs without samples are left out.
+// decisions (and, in a native session, the Go runtime's scheduling is not
+// a function of the seed), so two runs of one configuration differ by
+// more than the frames of one run vary around their own median. Runs without samples are left out.
 //
 // A nightly has a handful of runs, and a bootstrap over few runs is too
 // narrow; the interval is corrected for that (see fewRuns).

@@ -239,7 +239,8 @@ func (t *Table) Doc() (*render.Doc, error) {
 	sec := render.Section{
 		Heading: "Pareto fronts",
 		Paragraphs: []string{"A point is on a front when no other point has both a lower median latency and a higher bitrate (or final quality). " +
-			"Latency and bitrate are means over the sessions; a single session varies from run to run (quic-go's scheduling in a bubble is not seeded), so a point near the front is as good as one on it unless several seeds agree."},
+			"Latency and bitrate are means over the sessions; a session is one draw of its seed's losses and spikes" + t.variesPhrase() +
+			", so a point near the front is as good as one on it unless several seeds agree."},
 	}
 	for k, f := range fronts {
 		png, err := plots.Pareto(f.title, "median latency (ms, lower is better)", f.axis, pts[k], front[k])
@@ -262,6 +263,15 @@ func (t *Table) Doc() (*render.Doc, error) {
 			Tables:     []render.Table{{Header: []string{"#", "point", "measurement", "why"}, Rows: miss}}})
 	}
 	return d, nil
+}
+
+// variesPhrase adds, for native sessions, that a session also varies from
+// run to run.
+func (t *Table) variesPhrase() string {
+	if t.Exact {
+		return ""
+	}
+	return " and, run natively, varies a little from run to run"
 }
 
 // speedPhrase says how the sweep ran: parts, wall time, speed.
