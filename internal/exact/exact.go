@@ -65,7 +65,8 @@ type Options struct {
 	// Root is the module's root, where the guest is built.
 	Root string
 	// CacheDir keeps the guest compiled to machine code between runs;
-	// empty is latencylab/exact in the user's cache folder.
+	// empty is latencylab/exact in the user's cache folder (or, without
+	// one, in the temporary folder).
 	CacheDir string
 	// Log, when set, is told what the first use builds and how long it
 	// takes.
@@ -88,11 +89,13 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 		return nil, err
 	}
 	if o.CacheDir == "" {
-		user, err := os.UserCacheDir()
+		// Without a home (some CI runners), the temporary folder: the
+		// cache only saves the compile time.
+		base, err := os.UserCacheDir()
 		if err != nil {
-			return nil, fmt.Errorf("exact: no cache folder (set CacheDir): %w", err)
+			base = os.TempDir()
 		}
-		o.CacheDir = filepath.Join(user, "latencylab", "exact")
+		o.CacheDir = filepath.Join(base, "latencylab", "exact")
 	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
