@@ -12,10 +12,11 @@
 // waited 1 ms of wall time; and a select with several ready cases, like a
 // map, draws from the runtime's own random source, seeded by the kernel.
 // Measured on one sweep session run 8 times in fresh native processes:
-// two outcomes (70.2 and 87.9 ms latency median), 4 and 4; with each of the
-// three removed from a copy of the runtime in turn, still two; with all
-// three removed, one. A native worker (reports/jobs) settles most sessions
-// but not all: 826 of 864 in a sweep.
+// two outcomes (70.2 and 87.9 ms latency median), 4 and 4; with any one or
+// two of the three removed from a copy of the runtime (a probe, go build
+// -overlay), still two; with all three removed, one, in 20 runs of 20. A
+// native worker (reports/jobs) settles most sessions but not all: 826 of
+// 864 in a sweep.
 //
 // So this package compiles the lab (package internal/sessionproc/guest,
 // the whole session code) to WebAssembly (GOOS=wasip1) and runs each
