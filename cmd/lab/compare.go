@@ -63,6 +63,7 @@ flags:
 	j.fs.String("seeds", "", "seeds, comma-separated (default 1,2,3)")
 	j.path("out", "", "the report's folder (default out/compare)")
 	j.fs.String("parallel", "0", "sessions at once; 0 is every core")
+	j.fs.Bool("exact", false, exactUsage)
 	jobArgs, err := j.parse(args, func(get func(string) string) error {
 		if get("b") == "" {
 			return errors.New("no -b: give the configuration to compare with -a, e.g. -b old-pipeline")

@@ -153,6 +153,7 @@ flags:
 	j.fs.String("group", "", "run one group of the library: "+strings.Join(scenarios.Groups, ", "))
 	j.fs.String("scenario", "", "run these scenarios of the library, comma-separated")
 	j.fs.String("parallel", "0", "sessions at once; 0 is every core")
+	j.fs.Bool("exact", false, exactUsage)
 	if !accept {
 		j.fs.String("variant", jobs.AsWritten, "the configuration to run against the baseline: a name above, key=value settings, or both")
 	}
@@ -175,6 +176,9 @@ flags:
 	}
 	return jobCommand(name, "TestNightly", jobArgs)
 }
+
+// exactUsage is the -exact flag's help for the nightly and compare.
+const exactUsage = "run every session exact (internal/exact): the same result from any run or machine, about 10x slower; otherwise in native worker processes, where a few sessions in a hundred differ from run to run"
 
 // jobCommand is go's arguments to run test of reports/jobs with the job's
 // arguments.

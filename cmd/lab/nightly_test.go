@@ -25,6 +25,10 @@ func TestNightlyCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"-scenario=lan-animation", "-accept"}, args[len(args)-2:])
 
+	args, err = nightlyCommand("nightly", []string{"-exact"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "-exact=true", args[len(args)-1], "exact sessions on request")
+
 	args, err = compareCommand([]string{"-b", "threshold=80ms", "-scenario", "abr-lossy"}, &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"-run", "^TestCompare$"}, args[5:7])

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/exact"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
@@ -33,9 +34,10 @@ type CompareOptions struct {
 	Seeds []uint64
 	// Out is the report's folder.
 	Out string
-	// Parallel and Progress are the Plan's.
+	// Parallel, Progress and Exact are the Plan's.
 	Parallel int
 	Progress io.Writer
+	Exact    *exact.Runner
 	// Stats tunes the comparison.
 	Stats reports.Options
 }
@@ -131,7 +133,7 @@ func Compare(t *testing.T, o CompareOptions) (*CompareRun, error) {
 	}
 
 	began := time.Now()
-	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{a.Variant(), b.Variant()}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress})
+	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{a.Variant(), b.Variant()}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress, Exact: o.Exact})
 	run := &CompareRun{A: a, B: b, Sessions: len(sessions), Wall: time.Since(began)}
 	var sa, sb []Session
 	for _, s := range sessions {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/exact"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
 )
@@ -47,6 +48,8 @@ type NightlyOptions struct {
 	// a line per session.
 	Parallel int
 	Progress io.Writer
+	// Exact, when set, runs every session exact (Plan.Exact).
+	Exact *exact.Runner
 	// Stats tunes the comparison.
 	Stats reports.Options
 }
@@ -110,7 +113,7 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 	}
 
 	began := time.Now()
-	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{cfg.Variant()}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress})
+	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{cfg.Variant()}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress, Exact: o.Exact})
 	run := &NightlyRun{Sessions: len(sessions), Wall: time.Since(began), Baselines: dir}
 	whole := o.Group == "" && len(o.Scenarios) == 0
 	run.Judgement = Judge(baselines, scs, sessions, whole && len(left) == 0, o.Stats)

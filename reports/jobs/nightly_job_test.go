@@ -13,15 +13,18 @@
 package jobs_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/exact"
 	"github.com/nuvirahub/latencylab/reports/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -33,6 +36,7 @@ import (
 // included.
 var (
 	flagSeeds    = flag.String("seeds", "", "seeds, comma-separated (nightly and compare: 1,2,3)")
+	flagExact    = flag.String("exact", "", "true runs every session exact (internal/exact): the same result from any run, about 10x slower (nightly and compare: false; the sweep: true)")
 	flagOut      = flag.String("out", "", "the report's folder, relative to the module's root (nightly: out/nightly, compare: out/compare)")
 	flagParallel = flag.String("parallel", "0", "sessions at once; 0 is every core")
 	flagBaseline = flag.String("baseline", jobs.DefaultBaselines, "nightly: the baselines' folder, relative to the module's root")
@@ -66,6 +70,19 @@ func seedsAndParallel(t *testing.T) ([]uint64, int) {
 	return seeds, parallel
 }
 
+// exactRunner is the runner for exact sessions when -exact=true, else nil
+// (worker processes).
+func exactRunner(t *testing.T) *exact.Runner {
+	if *flagExact == "" || *flagExact == "false" {
+		return nil
+	}
+	require.Equal(t, "true", *flagExact, "-exact: expected true or false")
+	r, err := exact.Open(t.Context(), exact.Options{Root: filepath.Join("..", ".."), Log: os.Stderr})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close(context.Background()) })
+	return r
+}
+
 // TestNightly runs the nightly and fails on a regression or a failed
 // session, listing each with its evidence; with -accept it writes the new
 // baselines instead of failing on what it accepts.
@@ -75,7 +92,7 @@ func TestNightly(t *testing.T) {
 	seeds, parallel := seedsAndParallel(t)
 	run, err := jobs.Nightly(t, jobs.NightlyOptions{
 		Seeds: seeds, Baselines: *flagBaseline, Out: *flagOut, Scenarios: names(), Group: *flagGroup, Config: *flagVariant,
-		Accept: *flagAccept, Parallel: parallel, Progress: os.Stderr,
+		Accept: *flagAccept, Parallel: parallel, Progress: os.Stderr, Exact: exactRunner(t),
 	})
 	require.NoError(t, err)
 	j := run.Judgement
@@ -104,7 +121,7 @@ func TestCompare(t *testing.T) {
 	seeds, parallel := seedsAndParallel(t)
 	run, err := jobs.Compare(t, jobs.CompareOptions{
 		A: *flagA, B: *flagB, Scenarios: names(), Group: *flagGroup, Seeds: seeds, Out: *flagOut,
-		Parallel: parallel, Progress: os.Stderr,
+		Parallel: parallel, Progress: os.Stderr, Exact: exactRunner(t),
 	})
 	require.NoError(t, err)
 	fmt.Printf("\ncompare: %s\n", run.Judgement.Summary())
