@@ -38,6 +38,8 @@ package exact
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +82,15 @@ type Runner struct {
 	runtime wazero.Runtime
 	module  wazero.CompiledModule
 	dir     string // the working directory the guest sees
+	guest   string
 }
+
+// Guest names the guest this runner runs: the first 8 bytes, in hex, of
+// the SHA-256 of its WebAssembly. Two runners with the same Guest give the
+// same session the same result; the guest is built with -trimpath, so the
+// name depends on the source and the Go version, not on where the
+// checkout is.
+func (r *Runner) Guest() string { return r.guest }
 
 // Open builds the guest from the module's source, compiles it, and
 // returns a Runner. Close it when done.
@@ -130,7 +140,8 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 		rt.Close(ctx)
 		return nil, err
 	}
-	return &Runner{runtime: rt, module: mod, dir: dir}, nil
+	sum := sha256.Sum256(bin)
+	return &Runner{runtime: rt, module: mod, dir: dir, guest: hex.EncodeToString(sum[:8])}, nil
 }
 
 // Build compiles the guest's test binary to WebAssembly from the source
@@ -143,11 +154,11 @@ func Build(ctx context.Context, root string) ([]byte, error) {
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "guest.wasm")
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, GuestPackage)
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, GuestPackage)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("exact: building the guest (GOOS=wasip1 GOARCH=wasm go test -c %s in %s): %w\n%s", GuestPackage, root, err, msg)
+		return nil, fmt.Errorf("exact: building the guest (GOOS=wasip1 GOARCH=wasm go test -c -trimpath %s in %s): %w\n%s", GuestPackage, root, err, msg)
 	}
 	return os.ReadFile(out)
 }

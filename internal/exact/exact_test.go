@@ -75,6 +75,7 @@ func TestSameSeedSameResult(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	require.Greater(t, len(results[0]), 10000, "a 10 s session has frames")
+	require.Len(t, r.Guest(), 16)
 	for i := 1; i < len(results); i++ {
 		require.Equal(t, string(results[0]), string(results[i]), "instance %d", i)
 	}

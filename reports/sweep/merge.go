@@ -77,6 +77,10 @@ func Merge(parts []*Part) (*Table, error) {
 			return nil, fmt.Errorf("%w: %s ran %s, %s ran %s: run every shard the same way (-exact)",
 				ErrGrid, name(first), mode(first.Exact), name(p), mode(p.Exact))
 		}
+		if p.Guest != first.Guest {
+			return nil, fmt.Errorf("%w: %s ran guest %s, %s ran guest %s: exact sessions from other source or another Go give other results; run every shard from the same commit and Go",
+				ErrGrid, name(first), first.Guest, name(p), p.Guest)
+		}
 	}
 	g := first.Grid
 	if err := g.Validate(); err != nil {

@@ -38,7 +38,7 @@ func splitPart(t *testing.T, full *Part, n int) []*Part {
 		pts, err := Shard(full.Grid.Points(), i, n)
 		require.NoError(t, err)
 		p := &Part{Schema: PartSchema, Grid: full.Grid, Shard: ShardID{I: i, N: n}, Wall: full.Wall / time.Duration(n),
-			Parallel: full.Parallel, Exact: full.Exact, File: fmt.Sprintf("part%d.json", i), Points: []PointResult{}}
+			Parallel: full.Parallel, Exact: full.Exact, Guest: full.Guest, File: fmt.Sprintf("part%d.json", i), Points: []PointResult{}}
 		for _, pt := range pts {
 			pr := full.Points[pt.Index]
 			p.Points = append(p.Points, pr)

@@ -31,6 +31,10 @@ type Part struct {
 	// of its scenario and seed only. Merge refuses to mix exact parts
 	// with others, whose sessions can differ from run to run.
 	Exact bool `json:"exact"`
+	// Guest names the exact sessions' program (exact.Runner.Guest): parts
+	// of one sweep must come from the same one, or their sessions could
+	// differ. Empty for native parts.
+	Guest string `json:"guest,omitempty"`
 	// Points are the shard's points, in the grid's order.
 	Points []PointResult `json:"points"`
 

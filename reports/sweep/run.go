@@ -122,6 +122,9 @@ func RunShard(t *testing.T, g Grid, i, n int, o RunOptions) (*Part, error) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	part := &Part{Schema: PartSchema, Grid: g, Shard: ShardID{I: i, N: n}, Parallel: workers, Exact: o.Exact != nil, Points: []PointResult{}}
+	if o.Exact != nil {
+		part.Guest = o.Exact.Guest()
+	}
 	if len(points) == 0 {
 		return part, nil // more shards than points: an empty, valid part
 	}

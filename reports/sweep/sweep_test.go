@@ -84,6 +84,16 @@ func TestShardedSweepMergesToTheUnshardedTable(t *testing.T) {
 	require.Equal(t, wholeTable.TableMarkdown(), dealt.TableMarkdown())
 	require.Equal(t, wholeTable.Rows, dealt.Rows)
 
+	require.Len(t, whole.Guest, 16)
+	require.Equal(t, whole.Guest, parts[0].Guest)
+
+	// Parts from another guest (other source or Go) are refused.
+	other := *parts[2]
+	other.Guest = "0123456789abcdef"
+	_, err = Merge([]*Part{parts[0], parts[1], &other})
+	require.ErrorIs(t, err, ErrGrid)
+	require.ErrorContains(t, err, "ran guest 0123456789abcdef")
+
 	// Native parts are not mixed with exact ones.
 	native, err := RunShard(t, g, 1, 3, RunOptions{Root: root})
 	require.NoError(t, err)
