@@ -47,7 +47,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -201,7 +200,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (sessionproc.R
 	res, findErr := sessionproc.FindResult(stdout.Bytes(), guest.ResultPrefix)
 	if err != nil || findErr != nil {
 		return sessionproc.Result{}, fmt.Errorf("exact: session %s (seed %d): %w\n%s", sc.Name, sc.Seed, errors.Join(err, findErr),
-			lastLines(stdout.String()+stderr.String(), 20))
+			sessionproc.LastLines(stdout.String()+stderr.String(), 20))
 	}
 	res.Wall = wall
 	return res, nil
@@ -214,13 +213,4 @@ func (r *Runner) Close(ctx context.Context) error { return r.runtime.Close(ctx) 
 func jsonLine(item sessionproc.Item) ([]byte, error) {
 	data, err := json.Marshal(item)
 	return append(data, '\n'), err
-}
-
-// lastLines is the end of a failed instance's output, which says why.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -3,6 +3,7 @@ package exact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,7 @@ func TestSameSeedSameResult(t *testing.T) {
 		go func() {
 			res, err := r.Run(context.Background(), sc)
 			if err == nil && res.Err != "" {
-				err = errorString(res.Err)
+				err = errors.New(res.Err)
 			}
 			if err == nil {
 				results[i], err = json.Marshal(res.Result)
@@ -115,7 +116,3 @@ func TestFilesAndErrors(t *testing.T) {
 	_, err = Build(context.Background(), t.TempDir())
 	require.ErrorContains(t, err, "building the guest")
 }
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 	"testing/synctest"
@@ -100,6 +101,16 @@ func Serve(t *testing.T, in io.Reader, out io.Writer, prefix string) error {
 		}
 	}
 	return lines.Err()
+}
+
+// LastLines is the last n lines of a failed process's output: what says
+// why it failed.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ErrNoResult is returned by FindResult when the output holds no result

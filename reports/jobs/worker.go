@@ -140,16 +140,7 @@ func (wk *worker) run(sc *scenarios.Scenario) (sessionproc.Result, error) {
 	var res sessionproc.Result
 	if err := wk.results.Decode(&res); err != nil {
 		wk.close()
-		return sessionproc.Result{}, fmt.Errorf("jobs: worker died running %s: %w\n%s", sc.Name, err, lastLines(wk.stderr.String(), 20))
+		return sessionproc.Result{}, fmt.Errorf("jobs: worker died running %s: %w\n%s", sc.Name, err, sessionproc.LastLines(wk.stderr.String(), 20))
 	}
 	return res, nil
-}
-
-// lastLines is the end of a dead worker's output, which says why.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
