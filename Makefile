@@ -1,21 +1,33 @@
 # The lab's jobs. `make suite` is the main job: the whole scenario library in
 # virtual time, a result folder (a JSON file per scenario, summary.md,
 # reproduction.md) and a summary table. synctest needs a *testing.T, so the
-# suite runs inside go test.
+# suite runs inside go test. None of them needs ../shared: the findings live
+# in lab/findings.yaml, and the scenarios that replay shared traces skip.
 RESULTS ?= out/results
 
-.PHONY: suite readme test
+.PHONY: suite readme test bounds
 # go test -C lab runs in local-directory mode, which streams the progress
 # lines and the table (package-list mode would hide them when all pass).
 suite:
 	go test -C lab -run '^TestLibrary$$' -count=1 -args -out $(abspath $(RESULTS))
 
-# readme runs the suite and rewrites the README's reproduction table from it.
+# readme runs the suite and rewrites the reproduction table
+# (docs/reproduction.md) and the README's class counts from it; it checks
+# both files' markers before it runs.
 readme:
 	go test -C lab -run '^TestLibrary$$' -count=1 -args -out $(abspath $(RESULTS)) -readme
 
 test:
 	go vet ./... && go test ./...
+
+# bounds runs every library scenario 10 times at its seed and 10 times at
+# seed+1000, natively and side by side as go test ./lab runs them, prints
+# each expectation's spread beside its bound and the bound the rule gives
+# (halfway, as ratios, between the spread and a 2x change), and rewrites the
+# table in docs/testing.md. About a minute on 2 cores.
+BOUNDS_RUNS ?= 10
+bounds:
+	go test -C lab -run '^TestLibrarySpread$$' -count=1 -timeout 0 -args -spread $(BOUNDS_RUNS) -spread-doc
 
 # sweep runs the ABR sweep of reports/sweep/default-grid.yaml (72 points:
 # threshold 30-120 ms x decrease 10-30% x increase 5-25% x hold 1-1.5 s, over

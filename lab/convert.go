@@ -19,6 +19,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/gcc"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
+	"github.com/nuvirahub/latencylab/internal/modroot"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/nat"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -359,20 +360,11 @@ func resolveTrace(ref string) (string, error) {
 // moduleRoot walks up from the working directory to the folder holding
 // go.mod: go test runs in the package's folder, a command anywhere inside.
 func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
+	root, err := modroot.Find()
 	if err != nil {
 		return "", fmt.Errorf("lab: module root: %w", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("lab: module root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return root, nil
 }
 
 // traceTimesOf reads a trace's opportunities back through its mahimahi

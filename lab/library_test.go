@@ -13,13 +13,14 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/docregion"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // The suite's flags: go test ./lab -args -out results -readme.
 var (
 	suiteOut    = flag.String("out", "", "write a result folder: a JSON file per scenario, summary.md, reproduction.md")
-	suiteReadme = flag.Bool("readme", false, "rewrite the README's reproduction table from this run")
+	suiteReadme = flag.Bool("readme", false, "rewrite the reproduction table (docs/reproduction.md) and the README's class counts from this run")
 )
 
 // suite remembers each scenario's run: a scenario in two groups runs once
@@ -38,6 +39,12 @@ type suiteRun struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// A generator checks the files it will write before the long run, so a
+	// missing marker fails at once and names the file.
+	if err := checkOutputs(); err != nil {
+		fmt.Fprintln(os.Stderr, "suite:", err)
+		os.Exit(2)
+	}
 	code := m.Run()
 	if *suiteOut != "" || *suiteReadme {
 		if err := writeSuite(); err != nil {
@@ -45,11 +52,46 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	if *spreadRuns > 0 && code == 0 {
+		if err := writeSpread(); err != nil {
+			fmt.Fprintln(os.Stderr, "bounds:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
-// writeSuite writes the result folder and the README table from every
-// scenario that ran.
+// checkOutputs checks, before anything runs, what this run will write:
+// the regions of the docs that -readme and -spread rewrite, and that the
+// reproduction's inputs load.
+func checkOutputs() error {
+	var regions []docregion.Region
+	if *suiteReadme {
+		regions = append(regions, docregion.Reproduction, docregion.ClassCounts)
+	}
+	if *spreadRuns > 0 && *spreadDoc {
+		regions = append(regions, docregion.Bounds)
+	}
+	if len(regions) == 0 && *suiteOut == "" {
+		return nil
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range regions {
+		errs = append(errs, r.Check(root))
+	}
+	if *suiteOut != "" || *suiteReadme {
+		_, err := LoadReproduction()
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// writeSuite writes the result folder and the docs' reproduction table from
+// every scenario that ran.
 func writeSuite() error {
 	suite.mu.Lock()
 	var entries []SuiteEntry
@@ -61,14 +103,14 @@ func writeSuite() error {
 		return errors.New("no scenario ran (did -run select any?)")
 	}
 	slices.SortFunc(entries, func(a, b SuiteEntry) int { return strings.Compare(a.Scenario.Name, b.Scenario.Name) })
-	findings, err := LoadFindings()
+	rep, err := LoadReproduction()
 	if err != nil {
 		return err
 	}
 	fmt.Println()
 	fmt.Print(SummaryTable(entries))
 	if *suiteOut != "" {
-		if err := WriteSuite(*suiteOut, entries, findings); err != nil {
+		if err := WriteSuite(*suiteOut, entries, rep); err != nil {
 			return err
 		}
 		fmt.Printf("\nresults: %d scenarios in %s (a JSON file each, summary.md, reproduction.md)\n", len(entries), *suiteOut)
@@ -78,19 +120,13 @@ func writeSuite() error {
 		if err != nil {
 			return err
 		}
-		path := filepath.Join(root, "README.md")
-		doc, err := os.ReadFile(path)
-		if err != nil {
+		if err := docregion.Reproduction.Write(root, rep.Table(entries)); err != nil {
 			return err
 		}
-		out, err := ReplaceBetween(string(doc), ReproductionBegin, ReproductionEnd, ReproductionTable(findings, entries))
-		if err != nil {
+		if err := docregion.ClassCounts.Write(root, ClassCounts(rep.Findings)); err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-			return err
-		}
-		fmt.Println("README.md: reproduction table rewritten from this run")
+		fmt.Printf("%s: reproduction table rewritten from this run; %s: class counts\n", docregion.Reproduction.File, docregion.ClassCounts.File)
 	}
 	return nil
 }
@@ -124,6 +160,12 @@ func runGroup(t *testing.T, group, entry string) {
 			for _, c := range e.Result.Checks {
 				if !c.Pass {
 					t.Errorf("%s:%d: expectation not met: %s", sc.File, c.Line, c)
+				}
+				// The bounds must catch a regression: a figure that
+				// doubles or halves fails (docs/testing.md says how the
+				// bounds were set).
+				if !catchesTwofold(c, c.Value) {
+					t.Errorf("%s:%d: bound too loose: %s would still pass at twice or half the value; set it by make bounds", sc.File, c.Line, c)
 				}
 			}
 			s := e.Result.Summary

@@ -68,19 +68,15 @@ func SummaryTable(entries []SuiteEntry) string {
 	return b.String()
 }
 
-// pendingIssue names the issue that will reproduce findings no scenario
-// covers yet.
-var pendingIssue = map[string]string{
-	"N2": "8 (reports)",
-}
-
-// ReproductionTable is the README's reproduction table, made from a suite
-// run: for every finding, the documented figure, what each scenario that
-// reproduces it measured against its expectations, and the command that
-// runs that scenario.
-func ReproductionTable(findings []Finding, entries []SuiteEntry) string {
+// ReproductionTable is the full reproduction table, made from a suite run:
+// for every finding its class, the documented figure, what the library's
+// scenarios that cite it measured against their expectations, the evidence
+// measured outside them, the codec lab's reference rows (codec, by finding
+// ID, from the run of codecDate), why the class is what it is, and the
+// commands that show it.
+func ReproductionTable(findings []Finding, entries []SuiteEntry, codec map[string]string, codecDate string) string {
 	var b strings.Builder
-	b.WriteString("| ID | documented | lab (scenario: measured, bound) | command |\n|---|---|---|---|\n")
+	b.WriteString("| ID | class | documented | lab (scenario: measured, bound; other evidence) | why | command |\n|---|---|---|---|---|---|\n")
 	for _, f := range findings {
 		var lab, cmds []string
 		for _, e := range entries {
@@ -105,37 +101,84 @@ func ReproductionTable(findings []Finding, entries []SuiteEntry) string {
 				lab = append(lab, fmt.Sprintf("%s: %s", e.Scenario.Name, strings.Join(cs, "; ")))
 			}
 		}
+		for _, ev := range f.Evidence {
+			lab = append(lab, ev.Lab)
+			cmds = append(cmds, "`"+ev.Command+"`")
+		}
+		if row, ok := codec[f.ID]; ok {
+			lab = append(lab, fmt.Sprintf("codec lab, reference run of %s (%s): %s", codecDate, CodecReference, row))
+			cmds = append(cmds, "`go run ./cmd/lab codecs`")
+		}
 		if len(lab) == 0 {
-			switch is, ok := pendingIssue[f.ID]; {
-			case ok:
-				lab = append(lab, "— not yet in a scenario: issue "+is)
-			case strings.HasPrefix(f.ID, "E"):
-				// The codec experiments are benchmarks, not sessions.
-				lab = append(lab, "— a benchmark, not a scenario: the codec lab's table below")
-				cmds = append(cmds, "`go run ./cmd/lab codecs`")
-			case f.ID == "N11":
-				// Kernel TCP's controllers need the kernel mode (root,
-				// real time), not a scenario's virtual time.
-				lab = append(lab, "— kernel TCP in real time, not a scenario: the evidence rows below (`lab ccgrid`)")
-				cmds = append(cmds, "`sudo go run ./cmd/lab ccgrid`")
-			default:
-				lab = append(lab, "— not yet in a scenario: a later issue")
-			}
+			lab = append(lab, "— nothing measures it")
 		}
 		documented := f.Figures
 		if documented == "" || documented == "—" {
 			documented = f.Documented
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.ID, escape(documented), escape(strings.Join(lab, "<br>")), strings.Join(cmds, "<br>"))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f.ID, f.Class, escape(documented),
+			escape(strings.Join(lab, "<br>")), escape(f.Why), strings.Join(slices.Compact(cmds), "<br>"))
 	}
 	return b.String()
 }
 
+// ClassCounts says how many findings are in each class, and which, for
+// the README: "34 findings: 8 reproduced, ...", then the IDs of each.
+func ClassCounts(findings []Finding) string {
+	var parts, lists []string
+	for _, c := range Classes {
+		var ids []string
+		for _, f := range findings {
+			if f.Class == c {
+				ids = append(ids, f.ID)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", len(ids), c))
+		if len(ids) > 0 {
+			lists = append(lists, fmt.Sprintf("- **%s**: %s", c, strings.Join(ids, ", ")))
+		}
+	}
+	return fmt.Sprintf("%d findings: %s.\n\n%s\n", len(findings), strings.Join(parts, ", "), strings.Join(lists, "\n"))
+}
+
 func escape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
+// Reproduction is what the reproduction table is made of besides a suite
+// run: the findings and the codec lab's reference rows.
+type Reproduction struct {
+	Findings []Finding
+	// Codec holds the codec lab's reference rows by finding ID, from the
+	// run of CodecDate.
+	Codec     map[string]string
+	CodecDate string
+}
+
+// LoadReproduction reads the findings and the codec lab's reference run
+// from the repository.
+func LoadReproduction() (*Reproduction, error) {
+	fs, err := Findings()
+	if err != nil {
+		return nil, err
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	codec, date, err := codecRows(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Reproduction{Findings: fs, Codec: codec, CodecDate: date}, nil
+}
+
+// Table is the full reproduction table from a suite run's entries.
+func (r *Reproduction) Table(entries []SuiteEntry) string {
+	return ReproductionTable(r.Findings, entries, r.Codec, r.CodecDate)
+}
+
 // WriteSuite writes a result folder: a JSON file per scenario, summary.md
-// and, when findings are given, reproduction.md.
-func WriteSuite(dir string, entries []SuiteEntry, findings []Finding) error {
+// and, when rep is given, reproduction.md.
+func WriteSuite(dir string, entries []SuiteEntry, rep *Reproduction) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -154,24 +197,8 @@ func WriteSuite(dir string, entries []SuiteEntry, findings []Finding) error {
 	if err := os.WriteFile(filepath.Join(dir, "summary.md"), []byte(SummaryTable(entries)), 0o644); err != nil {
 		return err
 	}
-	if findings != nil {
-		return os.WriteFile(filepath.Join(dir, "reproduction.md"), []byte(ReproductionTable(findings, entries)), 0o644)
+	if rep != nil {
+		return os.WriteFile(filepath.Join(dir, "reproduction.md"), []byte(rep.Table(entries)), 0o644)
 	}
 	return nil
-}
-
-// Reproduction markers delimit the generated table in the README.
-const (
-	ReproductionBegin = "<!-- reproduction:begin (generated by the suite: make suite) -->"
-	ReproductionEnd   = "<!-- reproduction:end -->"
-)
-
-// ReplaceBetween replaces what lies between the two markers in doc.
-func ReplaceBetween(doc, begin, end, with string) (string, error) {
-	i := strings.Index(doc, begin)
-	j := strings.Index(doc, end)
-	if i < 0 || j < i {
-		return "", fmt.Errorf("lab: markers %q ... %q not found", begin, end)
-	}
-	return doc[:i+len(begin)] + "\n" + with + doc[j:], nil
 }

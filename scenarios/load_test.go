@@ -35,8 +35,8 @@ func TestLibrary(t *testing.T) {
 	require.Equal(t, Clocks{Agent: Clock{Offset: 3 * time.Second, DriftPPM: 50}}, lan.Clocks)
 	require.Len(t, lan.Expect, 2)
 	require.Equal(t, "latency.median", lan.Expect[0].Measure)
-	require.Equal(t, 0.020, *lan.Expect[0].Max)
-	require.Nil(t, lan.Expect[0].Min)
+	require.Equal(t, 0.018, *lan.Expect[0].Max)
+	require.Equal(t, 0.0095, *lan.Expect[0].Min)
 	require.Equal(t, time.Second, lan.Expect[0].From)
 	require.Equal(t, "lan-animation (library/lan-animation.yaml) 20s findings N1,N3,N20 groups lan", lan.String())
 }

@@ -10,13 +10,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/codec/bench"
-	"github.com/nuvirahub/latencylab/lab"
-)
-
-// The README's codec table lies between these markers; -readme rewrites it.
-const (
-	codecsBegin = "<!-- codecs:begin (generated: go run ./cmd/lab codecs -readme) -->"
-	codecsEnd   = "<!-- codecs:end -->"
+	"github.com/nuvirahub/latencylab/internal/docregion"
 )
 
 // codecs runs the codec benchmark (E9, E13): every case of the matrix
@@ -30,12 +24,20 @@ func codecs(args []string, out io.Writer) error {
 	dir := fs.String("out", "out/codecs", "report folder: codecs.json, codecs.md and the plots")
 	match := fs.String("run", "", "only the cases whose name matches this regular expression")
 	from := fs.String("from", "", "render the report from this codecs.json instead of running")
-	readme := fs.String("readme", "", "also rewrite the codec table of this README (e.g. README.md)")
+	doc := fs.String("doc", "", "also rewrite the codec rows between the codec markers of this file (docs/codecs.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *iters < 1 || *warmup < 0 || fs.NArg() > 0 {
 		return fmt.Errorf("codecs: -iters must be at least 1 and -warmup not negative, no arguments")
+	}
+	// The full run takes a quarter of an hour: a file without its markers
+	// fails now, not at the end.
+	region := docregion.Region{File: *doc, Begin: docregion.Codecs.Begin, End: docregion.Codecs.End}
+	if *doc != "" {
+		if err := region.Check(""); err != nil {
+			return fmt.Errorf("codecs: -doc: %w", err)
+		}
 	}
 	var rep *bench.Report
 	var err error
@@ -51,8 +53,8 @@ func codecs(args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "\n%s\nReport: %s/%s (plots beside it)\n", bench.RowsTable(rep.Rows), *dir, bench.ReportMarkdown)
-	if *readme != "" {
-		return rewriteCodecTable(*readme, rep)
+	if *doc != "" {
+		return rewriteCodecTable(region, rep)
 	}
 	return nil
 }
@@ -102,18 +104,10 @@ func runCodecs(iters, warmup int, match string) (*bench.Report, error) {
 }
 
 // rewriteCodecTable puts the run's reproduction rows, with the command
-// that measured them, between the README's codec markers.
-func rewriteCodecTable(path string, rep *bench.Report) error {
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
+// that measured them, between the codec markers of the region's file.
+func rewriteCodecTable(region docregion.Region, rep *bench.Report) error {
 	cmd := fmt.Sprintf("`go run ./cmd/lab codecs -iters %d -warmup %d`", rep.Iters, rep.Warmup)
 	table := fmt.Sprintf("Measured %s on %s (%s wall), %s:\n\n%s",
 		rep.Started.UTC().Format("2006-01-02"), rep.Machine, rep.Wall.Round(time.Second), cmd, bench.RowsTable(rep.Rows))
-	updated, err := lab.ReplaceBetween(string(doc), codecsBegin, codecsEnd, table)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, []byte(updated), 0o644)
+	return region.Write("", table)
 }

@@ -3,11 +3,11 @@ package jobs
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/nuvirahub/latencylab/internal/modroot"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -53,22 +53,7 @@ func Select(group string, names []string) ([]*scenarios.Scenario, error) {
 // runs in reports/jobs (go test's directory), and its relative paths
 // (testdata/baselines, out/nightly) are the module root's, as a user
 // writes them.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: a job runs inside the lab's module")
-		}
-		dir = parent
-	}
-}
+func ModuleRoot() (string, error) { return modroot.Find() }
 
 // under resolves a path given relative to the module root.
 func under(root, p, def string) string {
