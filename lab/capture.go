@@ -17,8 +17,8 @@ import (
 	"github.com/nuvirahub/latencylab/netem/pcap"
 )
 
-// Capture records a session for the tools engineers debug QUIC with
-// (issue 9): a pcapng capture of the viewer's links for Wireshark, the TLS
+// Capture records a session for the tools engineers debug QUIC with:
+// a pcapng capture of the viewer's links for Wireshark, the TLS
 // key log that lets Wireshark decrypt it, and a qlog of each endpoint for
 // qvis. Its zero value records nothing and costs nothing.
 type Capture struct {

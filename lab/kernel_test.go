@@ -122,8 +122,8 @@ func TestKernelModeRefused(t *testing.T) {
 	}
 }
 
-// TestKernelMeasureABR measures, without asserting, what issue 10 asks to
-// compare with the ABR on top: capture-to-display latency per transport
+// TestKernelMeasureABR measures, without asserting, what the congestion-controller
+// comparison sets beside the bulk flows, with the ABR on top: capture-to-display latency per transport
 // and controller on the bad link, and the shares of media and a competing
 // long TCP flow. It takes about a minute, so it runs only when asked.
 func TestKernelMeasureABR(t *testing.T) {

@@ -112,7 +112,7 @@ type Verdict struct {
 // changes every random decision of the network, and even the same seed
 // does not give the same frames, because when several of quic-go's
 // goroutines are ready at the same virtual instant the runtime picks one
-// at random (README, Determinism). A threshold on one number would flag
+// at random (docs/determinism.md). A threshold on one number would flag
 // that noise on noisy scenarios and miss real changes on quiet ones. The
 // interval measures the noise where it is, from the runs themselves: it
 // resamples runs, then frames within each (stats.QuantileDiff), and is

@@ -44,7 +44,7 @@ func parseCCGrid(args []string, out io.Writer) (ccgridOptions, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: lab ccgrid [flags]
 
-The congestion-controller comparison (issue 10, finding N11): one bulk TCP
+The congestion-controller comparison (finding N11): one bulk TCP
 flow per controller and network condition (random loss 0, 0.5, 1, 2, 5% at
 25 and 100 ms one way, 5 Mbit/s, 1000-packet queue; and the cellular-steady
 trace), one at a time through netem's kernel mode. Needs Linux, root and

@@ -30,7 +30,7 @@
 // as the unsharded run's.
 //
 // The price is speed: a session runs about 10 times slower than natively
-// (see the README's sweep figures), and the first use builds the guest
+// (see the sweep's figures in docs/performance.md), and the first use builds the guest
 // (go test -c, GOOS=wasip1) and compiles it to machine code, cached in
 // the user's cache folder.
 package exact

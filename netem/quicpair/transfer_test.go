@@ -69,7 +69,7 @@ var transferFigures = regexp.MustCompile(`transfer-figures goodput_bps=(\S+) wal
 // A 60 s QUIC bulk transfer over the documented bad link (findings N9, N11),
 // in virtual time. quic-go's controller is NewReno: random loss reads as
 // congestion, so the flow stays well under the 5 Mbit/s the link carries.
-// BenchmarkQUICTransfer60s times this test; its goodput is in the README.
+// BenchmarkQUICTransfer60s times this test; its goodput is in docs/performance.md.
 func TestQUICTransfer60sOverTheDocumentedBadLink(t *testing.T) {
 	wallStart := time.Now()
 	res, toAgent := bulkOverBadNetwork(t, 1, 60*time.Second)

@@ -1,5 +1,5 @@
-// Package ccgrid owns the congestion-controller comparison (issue 10,
-// finding N11): a grid of TCP controllers (bbr, cubic, reno) against
+// Package ccgrid owns the congestion-controller comparison (finding
+// N11): a grid of TCP controllers (bbr, cubic, reno) against
 // network conditions (random loss 0 to 5% at 25 and 100 ms one way and
 // 5 Mbit/s, and a cellular trace), each cell one bulk TCP flow through
 // netem's kernel mode, and its report: a table per measure, JSON, plots
@@ -23,7 +23,8 @@ import (
 	"github.com/nuvirahub/latencylab/netem"
 )
 
-// The grid's defaults, from issue 10 and the write-up's bad link
+// The grid's defaults: the comparison's losses and delays around the
+// write-up's bad link
 // (netem.DocumentedBadLink).
 const (
 	// DefaultDuration is each cell's flow length: long enough that the
@@ -164,7 +165,7 @@ func resolve(root, path string) string {
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // QUICRow names the QUIC bulk row of the tables: quic-go's NewReno, which
-// cannot be swapped (issue 10), beside the kernel's TCP controllers.
+// cannot be swapped from outside its module, beside the kernel's TCP controllers.
 const QUICRow = "quic"
 
 // Grid is the comparison: every controller on every column, each cell one
@@ -222,7 +223,7 @@ func (m MediaPlan) Duration() time.Duration { return time.Duration(m.Seconds * f
 // Sessions is the number of media sessions the plan runs.
 func (m MediaPlan) Sessions() int { return len(m.Columns)*(1+len(m.Controllers)) + len(m.Competing) }
 
-// DefaultGrid is issue 10's grid: DefaultControllers on every loss of
+// DefaultGrid is the comparison's grid: DefaultControllers on every loss of
 // DefaultLosses at each of DefaultDelays (5 Mbit/s, 1000 packets), then
 // the cellular column; DefaultDuration per cell.
 func DefaultGrid() Grid {

@@ -13,7 +13,7 @@ import (
 // moduleRoot is where the tests find testdata/traces.
 var moduleRoot = filepath.Join("..", "..")
 
-// The default grid is issue 10's: three controllers and QUIC, five losses
+// The default grid is the comparison's: three controllers and QUIC, five losses
 // at two delays, then the cellular column; 44 cells of 10 s, then 11 media
 // sessions.
 func TestDefaultGrid(t *testing.T) {

@@ -1,6 +1,6 @@
 //go:build jobs
 
-// The nightly's and compare's entry points (issue 8): `lab nightly`,
+// The nightly's and compare's entry points: `lab nightly`,
 // `lab accept`, `lab compare`, `make nightly` and `make accept-baseline`
 // start them as
 //

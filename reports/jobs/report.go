@@ -157,7 +157,7 @@ func nightlyDoc(run *NightlyRun, cfg Config, baselineDir, commit string, began t
 		fmt.Sprintf("Baseline: %s (%s).", baselineDir, baselineText(j)),
 		fmt.Sprintf("Outcome: %d regressions, %d improvements in %d scenarios; %d sessions failed, %d skipped.",
 			len(regressions), len(improvements), len(j.Scenarios), len(j.Errors), len(j.Skipped)),
-		"Rule: "+reports.Rule+" The interval accounts for run-to-run noise: the seeds change the network's random decisions, and quic-go in a bubble is not bit-deterministic (README, Determinism).",
+		"Rule: "+reports.Rule+" The interval accounts for run-to-run noise: the seeds change the network's random decisions, and quic-go in a bubble is not bit-deterministic (docs/determinism.md).",
 	)
 	sec := render.Section{Heading: "Regressions"}
 	if len(regressions) == 0 {

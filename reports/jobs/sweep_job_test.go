@@ -1,6 +1,6 @@
 //go:build jobs
 
-// The ABR sweep's entry point (issue 8): `lab sweep` and `make sweep`
+// The ABR sweep's entry point: `lab sweep` and `make sweep`
 // start it as
 //
 //	go test -C reports/jobs -tags jobs -run '^TestSweep$' -count=1 -timeout 0 -args -grid FILE -shard 2/3 -out DIR

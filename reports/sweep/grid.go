@@ -1,4 +1,4 @@
-// Package sweep owns the ABR parameter sweep of the reports (issue 8): a
+// Package sweep owns the ABR parameter sweep of the reports: a
 // grid over the ABR's parameters (finding N10: threshold, decrease,
 // increase, hold, and the sustain and close of N10/N14), run over a set of
 // scenarios, measured per point and scenario, and summed up in a table and

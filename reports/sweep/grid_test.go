@@ -150,7 +150,7 @@ func TestJobFromFlagsRefusesBadFlags(t *testing.T) {
 	}
 }
 
-// The default grid (make sweep) is the sweep the README quotes: at least
+// The default grid (make sweep) is the sweep docs/reports.md quotes: at least
 // 50 points over 4 ABR scenarios of the library, which load.
 func TestDefaultGrid(t *testing.T) {
 	g, err := LoadGrid("default-grid.yaml")
