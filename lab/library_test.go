@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	// A generator checks the files it will write before the long run, so a
 	// missing marker fails at once and names the file.
 	if err := checkOutputs(); err != nil {
-		fmt.Fprintln(os.Stderr, "suite:", err)
+		fmt.Fprintln(os.Stderr, "lab: nothing ran:", err)
 		os.Exit(2)
 	}
 	code := m.Run()
