@@ -171,9 +171,10 @@ func LoadReproduction() (*Reproduction, error) {
 	return &Reproduction{Findings: fs, Codec: codec, CodecDate: date}, nil
 }
 
-// Table is the full reproduction table from a suite run's entries.
+// Table is the full reproduction table from a suite run's entries, with
+// the class counts at its top.
 func (r *Reproduction) Table(entries []SuiteEntry) string {
-	return ReproductionTable(r.Findings, entries, r.Codec, r.CodecDate)
+	return ClassCounts(r.Findings) + "\n" + ReproductionTable(r.Findings, entries, r.Codec, r.CodecDate)
 }
 
 // WriteSuite writes a result folder: a JSON file per scenario, summary.md
