@@ -101,8 +101,10 @@ const bodyOffset = 5
 
 // phaseImpairments reads one phase written as in a scenario file (the
 // API's body) through the scenario loader, so that its mistakes are
-// reported as the loader reports them.
-func phaseImpairments(body []byte) ([]netem.Impairment, error) {
+// reported as the loader reports them. It builds the phase twice, once
+// per direction: an impairment instance belongs to one link (a rate's
+// queue, a loss model's state), so the two directions never share one.
+func phaseImpairments(body []byte) (up, down []netem.Impairment, err error) {
 	doc := "name: api\ndescription: a phase sent to the proxy's API\nduration: 1s\nnetwork:\n  both:\n"
 	for _, line := range strings.Split(strings.TrimRight(string(body), "\n"), "\n") {
 		doc += "    " + line + "\n"
@@ -111,20 +113,20 @@ func phaseImpairments(body []byte) ([]netem.Impairment, error) {
 	if err != nil {
 		// Speak of the body the user sent, not of the scenario it was
 		// wrapped in: its lines and its fields.
-		return nil, errors.New(bodyError.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		return nil, nil, errors.New(bodyError.ReplaceAllStringFunc(err.Error(), func(m string) string {
 			sub := bodyError.FindStringSubmatch(m)
 			n, _ := strconv.Atoi(sub[1])
 			return fmt.Sprintf("line %d: ", n-bodyOffset)
 		}))
 	}
 	if len(sc.Network.Up) != 1 {
-		return nil, errors.New("expected one phase, like {delay: 50ms, loss: 2%}")
+		return nil, nil, errors.New("expected one phase, like {delay: 50ms, loss: 2%}")
 	}
-	up, _, err := lab.Links(sc)
+	upLink, downLink, err := lab.Links(sc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return up.Impairments, nil
+	return upLink.Impairments, downLink.Impairments, nil
 }
 
 // proxyServer is a running proxy and its API.
@@ -166,17 +168,17 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		imps, err := phaseImpairments(body)
+		up, down, err := phaseImpairments(body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		dir := strings.TrimPrefix(r.URL.Path, "/")
 		if dir == "up" || dir == "both" {
-			err = errors.Join(err, s.proxy.SetForward(imps))
+			err = errors.Join(err, s.proxy.SetForward(up))
 		}
 		if dir == "down" || dir == "both" {
-			err = errors.Join(err, s.proxy.SetReverse(imps))
+			err = errors.Join(err, s.proxy.SetReverse(down))
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
