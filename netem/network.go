@@ -207,7 +207,11 @@ func (n *Network) Inject(from, to netip.AddrPort, data []byte) error {
 	return nil
 }
 
-// NoRoute counts packets that reached a destination with no endpoint.
+// NoRoute counts packets that reached a destination with no open
+// endpoint: none bound there, one closing as they arrived, or one that
+// closed with them unread (as a socket's close discards its receive
+// queue). Every packet a link delivers is thus read, dropped by a full
+// receive buffer (PacketConn.Dropped), or counted here.
 func (n *Network) NoRoute() Counter {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -376,6 +380,13 @@ func (n *Network) deliver(p *Packet) {
 	}
 }
 
+// countNoRoute counts a packet that found no open endpoint.
+func (n *Network) countNoRoute(p *Packet) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.noRoute.add(p)
+}
+
 func (n *Network) unbind(c *PacketConn) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -480,6 +491,8 @@ func (c *PacketConn) enqueue(p *Packet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
+		// Closed after the network found it: as good as no endpoint.
+		c.net.countNoRoute(p)
 		return
 	}
 	limit := c.recvLimit
@@ -527,10 +540,14 @@ func (c *PacketConn) Close() error {
 		return c.opError("close", net.ErrClosed)
 	}
 	c.closed = true
-	c.queue = nil
+	unread := c.queue
+	c.queue, c.queuedBytes = nil, 0
 	c.changed.broadcast()
 	c.mu.Unlock()
 	c.net.unbind(c)
+	for _, p := range unread {
+		c.net.countNoRoute(p)
+	}
 	return nil
 }
 

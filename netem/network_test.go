@@ -137,6 +137,25 @@ func TestNetworkListenPortsAndNoRoute(t *testing.T) {
 	})
 }
 
+// Nothing a link delivers is lost uncounted: an endpoint that closes with
+// packets unread hands them to NoRoute, as a socket's close discards its
+// receive queue.
+func TestPacketConnCloseCountsUnreadPackets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		c := n.MustListen("10.0.0.1:1")
+		for range 2 {
+			_, err := c.WriteTo(make([]byte, 10), c.LocalAddr())
+			require.NoError(t, err)
+		}
+		synctest.Wait()
+		require.Equal(t, Counter{}, n.NoRoute())
+		require.NoError(t, c.Close())
+		require.Equal(t, Counter{2, 20}, n.NoRoute(), "the two unread packets")
+	})
+}
+
 func TestPacketConnTruncatesLikeUDP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := NewNetwork(1)
