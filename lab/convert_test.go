@@ -14,6 +14,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
+	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -297,6 +298,9 @@ func TestSharedTraceResolution(t *testing.T) {
 	path, err := resolveTrace("shared:Verizon-LTE-short.down")
 	if errors.Is(err, ErrSharedAbsent) {
 		t.Logf("shared folder absent here: %v", err)
+		if os.Getenv(needs.Shared) == "1" {
+			t.Fatalf("%s=1 requires the shared folder: %v", needs.Shared, err)
+		}
 	} else {
 		require.NoError(t, err)
 		require.Equal(t, filepath.Join(filepath.Dir(root), "shared", "traces", "mahimahi", "Verizon-LTE-short.down"), path)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -73,7 +74,7 @@ func TestFindingsMatchTheSharedTable(t *testing.T) {
 	require.NoError(t, err)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("%s is absent (the shared folder lives beside the repository): nothing to compare the record with", path)
+		needs.Missing(t, needs.Shared, "%s is absent (the shared folder lives beside the repository): nothing to compare the record with", path)
 	}
 	require.NoError(t, err)
 	defer f.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -236,7 +237,7 @@ func TestRunSharedTrace(t *testing.T) {
 			Down: []scenarios.Phase{{Delay: 20 * ms, Trace: "shared:Verizon-LTE-short.down"}},
 		}}
 	if _, err := convert(sc); errors.Is(err, ErrSharedAbsent) {
-		t.Skip(err)
+		needs.Missing(t, needs.Shared, "%v", err)
 	}
 	r := runScenario(t, sc)
 	require.Positive(t, r.Summary.Displayed)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/internal/needs"
 )
 
 // bnTrace parses a trace written inline.
@@ -194,7 +196,7 @@ func TestTraceLinkDeliversItsAverageRate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join("..", "..", "shared", "traces", "mahimahi", name)
 			if _, err := os.Stat(path); err != nil {
-				t.Skipf("mahimahi trace not found at %s (shared/ sits beside the repository, outside it): %v", path, err)
+				needs.Missing(t, needs.Shared, "mahimahi trace not found at %s (shared/ sits beside the repository, outside it): %v", path, err)
 			}
 			tr, err := LoadTrace(path)
 			require.NoError(t, err)
