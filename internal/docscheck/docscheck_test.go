@@ -55,7 +55,7 @@ func repo(t *testing.T) (Docs, Want) {
 		Commands: cmds, Targets: Targets(string(makefile)),
 		Table: docregion.Reproduction, Regions: docregion.All,
 		Sections: sections, Pages: sortedKeys(sections),
-		SetUp: [2]string{"make suite", "go vet ./... && go test ./..."},
+		SetUp: [2]string{"make suite", "make test"},
 		CI:    string(ci),
 	}
 	for _, f := range findings {
@@ -130,7 +130,7 @@ func TestDocsCheckCatchesWhatIsRemoved(t *testing.T) {
 			docs: edit("README.md", func(s string) string { return strings.ReplaceAll(s, "make suite ", "make all ") })},
 		{name: "CI's test command", want: `.ci/run: does not run the README's test command`, docs: d,
 			want2: func(w Want) Want {
-				w.CI = strings.ReplaceAll(w.CI, "go vet ./... && go test ./...", "go test ./lab")
+				w.CI = strings.ReplaceAll(w.CI, "make test", "go test ./lab")
 				return w
 			}},
 	} {
