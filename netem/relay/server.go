@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -47,6 +48,13 @@ type Config struct {
 	// (Stats.DroppedSend), so a slow stream never stalls the other peer's
 	// port. Default 1 MiB.
 	QueueBytes int
+
+	// Log, if not nil, gets a warning when the relay drops datagrams, at
+	// most one every LogEvery (default 10 s): the drops by reason since
+	// the last line and the last source dropped. An operator sees a flood
+	// or a misconfigured peer without a line per datagram.
+	Log      *slog.Logger
+	LogEvery time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -62,8 +70,33 @@ func (c Config) withDefaults() Config {
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = 1 << 20
 	}
+	if c.LogEvery <= 0 {
+		c.LogEvery = 10 * time.Second
+	}
 	return c
 }
+
+// DropReason says why the relay dropped a datagram (or refused a bind):
+// the values of Stats.Drops and of the metrics' reason label.
+type DropReason string
+
+// The reasons, in the order Stats.Drops lists them.
+const (
+	// DropMalformed: a control message that did not parse, or an empty
+	// datagram.
+	DropMalformed DropReason = "malformed"
+	// DropUnbound: a datagram from an address bound to no session.
+	DropUnbound DropReason = "unbound"
+	// DropNoPeer: the session's other role is not bound (yet, or any more).
+	DropNoPeer DropReason = "no-peer"
+	// DropSend: the datagram could not be sent on.
+	DropSend DropReason = "send"
+	// DropRefused: a bind message for a session never registered.
+	DropRefused DropReason = "refused"
+)
+
+// DropReasons lists every reason.
+var DropReasons = []DropReason{DropMalformed, DropUnbound, DropNoPeer, DropSend, DropRefused}
 
 // Flow counts datagrams and their bytes.
 type Flow struct {
@@ -100,6 +133,30 @@ type Stats struct {
 	DroppedSend uint64
 }
 
+// Drops returns the drop counters by reason, refused binds included.
+func (s Stats) Drops() map[DropReason]uint64 {
+	return map[DropReason]uint64{
+		DropMalformed: s.DroppedMalformed, DropUnbound: s.DroppedUnbound,
+		DropNoPeer: s.DroppedNoPeer, DropSend: s.DroppedSend, DropRefused: s.Refused,
+	}
+}
+
+// count adds one drop of reason to the counters.
+func (s *Stats) count(r DropReason) {
+	switch r {
+	case DropMalformed:
+		s.DroppedMalformed++
+	case DropUnbound:
+		s.DroppedUnbound++
+	case DropNoPeer:
+		s.DroppedNoPeer++
+	case DropSend:
+		s.DroppedSend++
+	case DropRefused:
+		s.Refused++
+	}
+}
+
 // Server is a relay node. It serves any number of UDP ports and WebSocket
 // endpoints at once; a session's peers may be bound on different ones.
 type Server struct {
@@ -113,6 +170,10 @@ type Server struct {
 	wsPeers  map[*wsPeer]struct{}
 	stats    Stats
 	wg       sync.WaitGroup // ServeUDP calls, WebSocket handlers
+
+	// The drop log: counts since the last line, when it was written.
+	unlogged map[DropReason]uint64
+	loggedAt time.Time
 }
 
 // session is a registered session and where its two roles are bound.
@@ -237,9 +298,7 @@ func (s *Server) ServeUDP(conn net.PacketConn) error {
 // handle processes one datagram from src, whichever port it came in on.
 func (s *Server) handle(src endpoint, b []byte) {
 	if len(b) == 0 {
-		s.mu.Lock()
-		s.stats.DroppedMalformed++
-		s.mu.Unlock()
+		s.drop(DropMalformed, src.addr)
 		return
 	}
 	if isControl(b) {
@@ -254,15 +313,15 @@ func (s *Server) handle(src endpoint, b []byte) {
 		from = nil
 	}
 	if from == nil {
-		s.stats.DroppedUnbound++
 		s.mu.Unlock()
+		s.drop(DropUnbound, src.addr)
 		return
 	}
 	from.lastSeen = now
 	to := from.sess.peers[from.role.other()-1]
 	if to == nil || s.expired(to, now) {
-		s.stats.DroppedNoPeer++
 		s.mu.Unlock()
+		s.drop(DropNoPeer, src.addr)
 		return
 	}
 	dst := to.ep
@@ -271,13 +330,13 @@ func (s *Server) handle(src endpoint, b []byte) {
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(from.role, b)
 	}
-	err := dst.send(b)
-
+	if err := dst.send(b); err != nil {
+		s.drop(DropSend, src.addr)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case err != nil:
-		s.stats.DroppedSend++
 	case from.role == Agent:
 		s.stats.AgentToViewer.add(len(b))
 	default:
@@ -285,25 +344,62 @@ func (s *Server) handle(src endpoint, b []byte) {
 	}
 }
 
+// drop counts a dropped datagram from the address from (nil: unknown) and, at most every LogEvery,
+// writes the drops since the last line to the log. Call without s.mu.
+func (s *Server) drop(r DropReason, from net.Addr) {
+	s.mu.Lock()
+	s.stats.count(r)
+	if s.cfg.Log == nil {
+		s.mu.Unlock()
+		return
+	}
+	if s.unlogged == nil {
+		s.unlogged = map[DropReason]uint64{}
+	}
+	s.unlogged[r]++
+	now := time.Now()
+	if !s.loggedAt.IsZero() && now.Sub(s.loggedAt) < s.cfg.LogEvery {
+		s.mu.Unlock()
+		return
+	}
+	attrs := []any{slog.Duration("since_last", now.Sub(s.loggedAt))}
+	if s.loggedAt.IsZero() {
+		attrs[0] = slog.String("since_last", "start")
+	}
+	if from != nil {
+		attrs = append(attrs, slog.String("last_source", from.String()))
+	}
+	for _, reason := range DropReasons {
+		if n := s.unlogged[reason]; n > 0 {
+			attrs = append(attrs, slog.Uint64(string(reason), n))
+		}
+	}
+	clear(s.unlogged)
+	s.loggedAt = now
+	s.mu.Unlock()
+	// Outside the lock: a slow log must not stall forwarding.
+	s.cfg.Log.Warn("relay: dropped datagrams", attrs...)
+}
+
 // handleControl answers a bind message. Replies are as long as the request,
 // so the relay cannot amplify a spoofed source's traffic.
 func (s *Server) handleControl(src endpoint, b []byte) {
 	m, err := parseControl(b)
 	if err != nil || m.typ != msgBind {
-		s.mu.Lock()
-		s.stats.DroppedMalformed++
-		s.mu.Unlock()
+		s.drop(DropMalformed, src.addr)
 		return
 	}
 	reply := control{typ: msgBound, session: m.session, role: m.role}
 	s.mu.Lock()
-	if sess := s.sessions[m.session]; sess == nil {
-		s.stats.Refused++
-		reply.typ = msgRefused
-	} else {
+	sess := s.sessions[m.session]
+	if sess != nil {
 		s.bindLocked(sess, m.role, src)
 	}
 	s.mu.Unlock()
+	if sess == nil {
+		s.drop(DropRefused, src.addr)
+		reply.typ = msgRefused
+	}
 	// A lost reply is the peer's to retransmit for; nothing to count here
 	// beyond what the peer's retries show.
 	_ = src.send(reply.appendTo(nil))

@@ -162,9 +162,7 @@ func (p *wsPeer) writeLoop() {
 			if err != nil {
 				// coder/websocket has closed the connection, so the
 				// handler's read ends too.
-				p.s.mu.Lock()
-				p.s.stats.DroppedSend++
-				p.s.mu.Unlock()
+				p.s.drop(DropSend, nil)
 				return
 			}
 		}
