@@ -383,3 +383,14 @@ func ExampleProxy() {
 	fmt.Println(string(buf[:n]), time.Since(start) >= 40*time.Millisecond)
 	// Output: ping true
 }
+
+// With no listen address the proxy binds loopback, never every interface
+// (docs/security.md).
+func TestProxyListensOnLoopbackByDefault(t *testing.T) {
+	p, err := NewProxy(ProxyConfig{Target: "127.0.0.1:9"})
+	require.NoError(t, err)
+	defer p.Close()
+	ap, err := netip.ParseAddrPort(p.Addr().String())
+	require.NoError(t, err)
+	require.True(t, ap.Addr().IsLoopback(), "%v", ap)
+}

@@ -95,7 +95,7 @@ func loadScenario(name string) (*scenarios.Scenario, error) {
 
 // bodyError finds the wrapped scenario's place in a loader error, and
 // bodyOffset is how many lines come before the body in it.
-var bodyError = regexp.MustCompile(`request:(\d+): network\.both(?:\[0\])?\.?`)
+var bodyError = regexp.MustCompile(`request:(\d+): (?:network\.both(?:\[0\])?\.?)?`)
 
 const bodyOffset = 5
 
@@ -112,11 +112,13 @@ func phaseImpairments(body []byte) (up, down []netem.Impairment, err error) {
 	sc, err := scenarios.Parse("request", []byte(doc), nil)
 	if err != nil {
 		// Speak of the body the user sent, not of the scenario it was
-		// wrapped in: its lines and its fields.
+		// wrapped in: its lines and its fields. A syntax error found at
+		// the end of the input is on the body's last line.
+		lines := strings.Count(strings.TrimRight(string(body), "\n"), "\n") + 1
 		return nil, nil, errors.New(bodyError.ReplaceAllStringFunc(err.Error(), func(m string) string {
 			sub := bodyError.FindStringSubmatch(m)
 			n, _ := strconv.Atoi(sub[1])
-			return fmt.Sprintf("line %d: ", n-bodyOffset)
+			return fmt.Sprintf("line %d: ", min(max(n-bodyOffset, 1), lines))
 		}))
 	}
 	if len(sc.Network.Up) != 1 {
@@ -127,6 +129,25 @@ func phaseImpairments(body []byte) (up, down []netem.Impairment, err error) {
 		return nil, nil, err
 	}
 	return upLink.Impairments, downLink.Impairments, nil
+}
+
+// maxPhaseBody bounds a PUT's body: a phase is a line or two of YAML.
+const maxPhaseBody = 64 << 10
+
+// The API's timeouts: a client that sends its headers or body slowly, or
+// reads the answer slowly, is cut off rather than holding a connection.
+const (
+	apiHeaderTimeout = 5 * time.Second
+	apiReadTimeout   = 10 * time.Second
+	apiWriteTimeout  = 10 * time.Second
+	apiIdleTimeout   = time.Minute
+)
+
+// newAPIServer serves h with the API's timeouts and a 16 KB bound on the
+// headers.
+func newAPIServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: apiHeaderTimeout, ReadTimeout: apiReadTimeout,
+		WriteTimeout: apiWriteTimeout, IdleTimeout: apiIdleTimeout, MaxHeaderBytes: 16 << 10}
 }
 
 // proxyServer is a running proxy and its API.
@@ -163,8 +184,13 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.status())
 	case r.Method == http.MethodPut && (r.URL.Path == "/up" || r.URL.Path == "/down" || r.URL.Path == "/both"):
-		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-		if err != nil {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPhaseBody))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			http.Error(w, fmt.Sprintf("a phase is at most %d bytes", maxPhaseBody), http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -224,7 +250,7 @@ func proxyCmd(ctx context.Context, args []string, out io.Writer, ready func(prox
 		if err != nil {
 			return fmt.Errorf("proxy: API: %w", err)
 		}
-		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+		hs := newAPIServer(srv)
 		go hs.Serve(ln)
 		defer hs.Close()
 		apiAddr = ln.Addr().String()

@@ -173,3 +173,44 @@ func TestProxyFlags(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
 }
+
+// The API answers every bad request with a clear 4xx: a body over 64 KB,
+// YAML that does not parse, a phase that is not one, an unknown path; and
+// its server cuts off slow clients.
+func TestProxyAPIRefusesBadRequests(t *testing.T) {
+	_, api, _ := startProxy(t)
+	for _, tc := range []struct {
+		path, body string
+		code       int
+		msg        string
+	}{
+		{"/down", "{delay: 5ms, " + strings.Repeat(" ", 70<<10) + "}", http.StatusRequestEntityTooLarge, "a phase is at most 65536 bytes\n"},
+		{"/down", "{delay: [", http.StatusBadRequest, "line 1"},
+		{"/up", "- {delay: 5ms}\n- {delay: 6ms}", http.StatusBadRequest, ""},
+		{"/up", "{colour: red}", http.StatusBadRequest, "colour"},
+		{"/status", "", http.StatusNotFound, "GET /status, or PUT /up, /down or /both"},
+	} {
+		code, msg := putPhase(t, api+tc.path, tc.body)
+		require.Equal(t, tc.code, code, "%s %.40q: %s", tc.path, tc.body, msg)
+		require.Contains(t, msg, tc.msg)
+	}
+	hs := newAPIServer(http.NotFoundHandler())
+	require.Positive(t, hs.ReadHeaderTimeout)
+	require.Positive(t, hs.ReadTimeout)
+	require.Positive(t, hs.WriteTimeout)
+	require.Positive(t, hs.IdleTimeout)
+}
+
+// Whatever a client PUTs, the API answers without panicking: a phase for
+// each direction, or an error.
+func FuzzProxyPhase(f *testing.F) {
+	for _, s := range []string{"{delay: 50ms, loss: 2%}", "{rate: 5Mbit/s, queue: {packets: 100}}", "{delay: 5}", "", "- a\n- b", "{jitter: {spread: 10ms, correlation: 50%}}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		up, down, err := phaseImpairments(body)
+		if err == nil && len(up) != len(down) {
+			t.Fatalf("%q: %d impairments up, %d down", body, len(up), len(down))
+		}
+	})
+}
