@@ -145,12 +145,17 @@ func TestParallelPairsAreDistinct(t *testing.T) {
 const signalChildEnv = "LAB_KERNEL_SIGNAL_CHILD"
 
 func TestSignalChild(t *testing.T) {
-	if os.Getenv(signalChildEnv) != "1" {
-		t.Skip("run by TestSignalRemovesEverything in a child process")
+	mode := os.Getenv(signalChildEnv)
+	if mode == "" {
+		t.Skip("run by TestSignalRemovesEverything and TestNextRunSweepsAKilledRun in a child process")
 	}
 	p, err := New(Config{})
 	require.NoError(t, err)
 	fmt.Printf("READY %s %s\n", p.NamespaceA(), p.NamespaceB())
+	if mode == "close" {
+		require.NoError(t, p.Close()) // a next run: its first New swept
+		return
+	}
 	// The parent's SIGTERM ends the process; the timer only bounds a child
 	// whose parent died.
 	<-time.After(time.Minute)
@@ -190,6 +195,56 @@ func TestSignalRemovesEverything(t *testing.T) {
 			require.NotContains(t, names, nsB)
 		})
 	}
+}
+
+// startChild runs TestSignalChild in a child process with mode and returns
+// it with the namespaces it reported.
+func startChild(t *testing.T, mode string) (cmd *exec.Cmd, nsA, nsB string) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestSignalChild$", "-test.v")
+	cmd.Env = append(os.Environ(), signalChildEnv+"="+mode)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "READY" {
+			nsA, nsB = f[1], f[2]
+			break
+		}
+	}
+	require.NotEmpty(t, nsA, "child never reported its pair")
+	go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
+	return cmd, nsA, nsB
+}
+
+// A run killed with SIGKILL cleans nothing up: its namespaces stay (its TUN
+// devices go with its file descriptors). The next run's first pair removes
+// them, and leaves alone the pairs of a run still alive (this test's own).
+func TestNextRunSweepsAKilledRun(t *testing.T) {
+	requireKernel(t)
+	live := newPair(t, Config{})
+	killed, nsA, nsB := startChild(t, "1")
+	require.NoError(t, killed.Process.Kill())
+	require.Error(t, killed.Wait())
+	names := namespaces(t)
+	require.Contains(t, names, nsA, "nothing runs on SIGKILL")
+	require.Contains(t, names, nsB)
+	// The TUN devices are not persistent: the kernel removed them with
+	// the killed process's last file descriptor. The namespaces remain.
+	devs, err := tunDevices(t, nsA)
+	require.NoError(t, err)
+	require.Empty(t, devs)
+
+	next, nextA, _ := startChild(t, "close")
+	require.NoError(t, next.Wait())
+	names = namespaces(t)
+	require.NotContains(t, names, nsA, "the next run removed what the killed one left")
+	require.NotContains(t, names, nsB)
+	require.NotContains(t, names, nextA, "and its own on close")
+	require.Contains(t, names, live.NamespaceA(), "a live run's pair is left alone")
+	require.Contains(t, names, live.NamespaceB())
 }
 
 type discard struct{}

@@ -64,12 +64,21 @@ type Pair struct {
 // unique per run and parallel tests do not collide.
 var seq atomic.Uint32
 
+// sweepStale makes a process's first pair remove what killed runs left.
+var sweepStale sync.Once
+
 // New creates the namespaces and devices and starts moving packets. On
-// error, everything it created is removed again.
+// error, everything it created is removed again. A process's first New
+// also removes the namespaces of runs that died without cleaning up, as
+// after a SIGKILL (see Sweep); their TUN devices, not persistent, went with
+// the dead process's file descriptors.
 func New(cfg Config) (_ *Pair, err error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	// A failure here only leaves stale names behind, which cost nothing
+	// but the names; Sweep called on its own reports it.
+	sweepStale.Do(func() { _, _ = Sweep() })
 	if cfg.MTU == 0 {
 		cfg.MTU = DefaultMTU
 	}
