@@ -1,0 +1,208 @@
+package netem
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/ipv4"
+)
+
+// BenchmarkProxySoak runs the real-time proxy for a long time at 90% of
+// the rate it was just measured to carry, and reports whether anything
+// grows or goes missing:
+//
+//	LAB_SOAK=10m go test ./netem -run '^$' -bench ProxySoak -benchtime 1x -cpu 1
+//
+// It first measures the proxy's maximum for 3 s (as BenchmarkProxyThroughput
+// does: never more than a socket buffer's worth ahead of the proxy), then
+// sends 1200-byte datagrams at 90% of it, paced in batches, for LAB_SOAK
+// (default 30 s). Reported: the rates, the loss (zero without impairments),
+// and the process's resident memory and goroutines at the soak's start and
+// end (sender, proxy and receiver share the process; flat within 10% is the
+// goal). A figure, never an assertion.
+func BenchmarkProxySoak(b *testing.B) {
+	soak := 30 * time.Second
+	if s := os.Getenv("LAB_SOAK"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			b.Fatalf("LAB_SOAK=%q: want a duration like 10m", s)
+		}
+		soak = d
+	}
+	const size = 1200
+	for b.Loop() {
+		r := newSoakRig(b)
+		maxBps := r.calibrate(b, 3*time.Second, size)
+		target := 0.9 * maxBps
+		runtime.GC()
+		rss0, g0 := residentBytes(), runtime.NumGoroutine()
+		sent, elapsed := r.paced(b, target, soak, size)
+		got := r.settle(sent, 500*time.Millisecond)
+		runtime.GC()
+		rss1, g1 := residentBytes(), runtime.NumGoroutine()
+		b.ReportMetric(maxBps/1e9, "max-Gbit/s")
+		b.ReportMetric(float64(sent*size*8)/elapsed.Seconds()/1e9, "soak-Gbit/s")
+		b.ReportMetric(100*float64(sent-got)/float64(sent), "lost-%")
+		b.ReportMetric(float64(rss0)/(1<<20), "rss-start-MiB")
+		b.ReportMetric(float64(rss1)/(1<<20), "rss-end-MiB")
+		b.ReportMetric(float64(g0), "goroutines-start")
+		b.ReportMetric(float64(g1), "goroutines-end")
+		b.ReportMetric(elapsed.Seconds(), "soak-s")
+	}
+}
+
+// soakRig is a sender, a proxy and a receiver that only counts.
+type soakRig struct {
+	p        *Proxy
+	send     *net.UDPConn
+	recv     *net.UDPConn
+	received atomic.Int64
+	done     chan struct{}
+}
+
+func newSoakRig(b *testing.B) *soakRig {
+	b.Helper()
+	recv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	setBuffers(recv)
+	proxyBenchBigBuffer(recv)
+	p, err := NewProxy(ProxyConfig{Target: recv.LocalAddr().String()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	send, err := net.DialUDP("udp", nil, p.Addr().(*net.UDPAddr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	setBuffers(send)
+	r := &soakRig{p: p, send: send, recv: recv, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		pc := ipv4.NewPacketConn(recv)
+		msgs := make([]ipv4.Message, proxyBatch)
+		for i := range msgs {
+			msgs[i].Buffers = [][]byte{make([]byte, maxUDPPayload)}
+		}
+		for {
+			n, err := pc.ReadBatch(msgs, 0)
+			if err != nil {
+				return
+			}
+			r.received.Add(int64(n))
+		}
+	}()
+	b.Cleanup(func() {
+		send.Close()
+		p.Close()
+		recv.Close()
+		<-r.done
+	})
+	return r
+}
+
+// offered is how many datagrams the proxy has read.
+func (r *soakRig) offered() int64 {
+	l := r.p.fwd
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(l.stats.Offered.Packets)
+}
+
+// calibrate sends as fast as the proxy reads, never more than 512
+// datagrams ahead of it, for d, and returns the rate that arrived.
+func (r *soakRig) calibrate(b *testing.B, d time.Duration, size int) float64 {
+	pc := ipv4.NewPacketConn(r.send)
+	msgs := batchOf(size)
+	r0 := r.received.Load()
+	start := time.Now()
+	var sent int64
+	for time.Since(start) < d {
+		for r.offered() < sent-512 {
+			runtime.Gosched() // the proxy is behind: let it read
+		}
+		if _, err := pc.WriteBatch(msgs, 0); err != nil {
+			b.Fatal(err)
+		}
+		sent += proxyBatch
+	}
+	r.settle(r0+sent, 200*time.Millisecond)
+	return float64((r.received.Load()-r0)*int64(size)*8) / time.Since(start).Seconds()
+}
+
+// paced sends at bps for d, a batch at a time on a schedule; a batch that
+// is late goes at once, so the average holds even when a sleep overshoots.
+func (r *soakRig) paced(b *testing.B, bps float64, d time.Duration, size int) (sent int64, elapsed time.Duration) {
+	pc := ipv4.NewPacketConn(r.send)
+	msgs := batchOf(size)
+	every := time.Duration(float64(proxyBatch*size*8) / bps * float64(time.Second))
+	r.received.Store(0) // the calibration has settled: count the soak's datagrams only
+	start := time.Now()
+	for k := int64(0); ; k++ {
+		due := start.Add(time.Duration(k) * every)
+		if due.Sub(start) >= d {
+			break
+		}
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait)
+		}
+		if _, err := pc.WriteBatch(msgs, 0); err != nil {
+			b.Fatal(err)
+		}
+		sent += proxyBatch
+	}
+	return sent, time.Since(start)
+}
+
+// settle waits until n datagrams have arrived or none came for idle.
+func (r *soakRig) settle(n int64, idle time.Duration) int64 {
+	last, lastN := time.Now(), int64(-1)
+	for {
+		got := r.received.Load()
+		if got >= n {
+			return got
+		}
+		if got != lastN {
+			last, lastN = time.Now(), got
+		} else if time.Since(last) > idle {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond) // polling a counter, bounded by idle
+	}
+}
+
+func batchOf(size int) []ipv4.Message {
+	msgs := make([]ipv4.Message, proxyBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, size)}
+	}
+	return msgs
+}
+
+// residentBytes is the process's resident set (VmRSS), or 0 where
+// /proc/self/status does not exist.
+func residentBytes() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmRSS:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(v), []byte("kB")))), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
