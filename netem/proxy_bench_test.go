@@ -44,7 +44,11 @@ type proxyBenchArrival struct {
 	size     int
 }
 
-func newProxyBenchRig(b *testing.B, fwd []Impairment) *proxyBenchRig {
+// newProxyLoop is a receiver on loopback, a proxy whose forward link has
+// fwd in front of it, and a sender connected to the proxy, all with big
+// socket buffers. closeAll closes them, sender first; a rig then waits for
+// its receiving goroutine.
+func newProxyLoop(b *testing.B, fwd []Impairment) (send *net.UDPConn, p *Proxy, recv *net.UDPConn, closeAll func()) {
 	b.Helper()
 	recv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -52,22 +56,30 @@ func newProxyBenchRig(b *testing.B, fwd []Impairment) *proxyBenchRig {
 	}
 	setBuffers(recv)
 	proxyBenchBigBuffer(recv)
-	p, err := NewProxy(ProxyConfig{Target: recv.LocalAddr().String(), Forward: LinkConfig{Impairments: fwd}})
+	p, err = NewProxy(ProxyConfig{Target: recv.LocalAddr().String(), Forward: LinkConfig{Impairments: fwd}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	send, err := net.DialUDP("udp", nil, p.Addr().(*net.UDPAddr))
+	send, err = net.DialUDP("udp", nil, p.Addr().(*net.UDPAddr))
 	if err != nil {
 		b.Fatal(err)
 	}
 	setBuffers(send)
+	return send, p, recv, func() {
+		send.Close()
+		p.Close()
+		recv.Close()
+	}
+}
+
+func newProxyBenchRig(b *testing.B, fwd []Impairment) *proxyBenchRig {
+	b.Helper()
+	send, p, recv, closeAll := newProxyLoop(b, fwd)
 	r := &proxyBenchRig{p: p, send: send, recv: recv, base: time.Now(), done: make(chan struct{})}
 	r.progress = sync.NewCond(&r.mu)
 	go r.receive()
 	b.Cleanup(func() {
-		send.Close()
-		p.Close()
-		recv.Close()
+		closeAll()
 		<-r.done
 	})
 	return r
