@@ -146,7 +146,7 @@ func (r *soakRig) paced(b *testing.B, bps float64, d time.Duration, size int) (s
 	pc := ipv4.NewPacketConn(r.send)
 	msgs := batchOf(size)
 	every := time.Duration(float64(proxyBatch*size*8) / bps * float64(time.Second))
-	r.received.Store(0) // the calibration has settled: count the soak's datagrams only
+	r.received.Store(0)  // the calibration has settled: count the soak's datagrams only
 	read0 := r.offered() // what the proxy read during the calibration
 	start := time.Now()
 	for k := int64(0); ; k++ {
