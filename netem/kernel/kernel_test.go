@@ -166,25 +166,10 @@ func TestSignalRemovesEverything(t *testing.T) {
 	requireKernel(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSignalChild$", "-test.v")
-			cmd.Env = append(os.Environ(), signalChildEnv+"=1")
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			cmd.Stderr = os.Stderr
-			require.NoError(t, cmd.Start())
-			var nsA, nsB string
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "READY" {
-					nsA, nsB = f[1], f[2]
-					break
-				}
-			}
-			require.NotEmpty(t, nsA, "child never reported its pair")
+			cmd, nsA, nsB := startChild(t, "1")
 			require.Contains(t, namespaces(t), nsA)
 			require.NoError(t, cmd.Process.Signal(sig))
-			go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit)
 			ws := exit.Sys().(syscall.WaitStatus)
