@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/internal/docregion"
+	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -73,7 +74,7 @@ func TestLibrarySpread(t *testing.T) {
 						}
 						switch {
 						case errors.Is(err, ErrSharedAbsent):
-							t.Skipf("%s: %v", sc.Name, err)
+							needs.Missing(t, needs.Shared, "%s: %v", sc.Name, err)
 						case err != nil:
 							t.Fatalf("%s seed %d: %v", sc.Name, sc.Seed, err)
 						}
