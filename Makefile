@@ -29,7 +29,7 @@ test: vet unit race fuzz
 vet:
 	go vet ./... && go vet -tags jobs ./...
 unit:
-	go test ./... && go test -tags jobs -run '^$$' ./reports/jobs
+	go test ./... && go test -tags jobs -run '^$$' ./lab/jobs
 
 # The race detector over the packages where goroutines meet outside a
 # synctest bubble's single-threaded replay: netem (links, the real-time
@@ -67,18 +67,18 @@ BOUNDS_RUNS ?= 10
 bounds:
 	go test -C lab -run '^TestLibrarySpread$$' -count=1 -timeout 0 -args -spread $(BOUNDS_RUNS) -spread-doc
 
-# sweep runs the ABR sweep of reports/sweep/default-grid.yaml (72 points:
+# sweep runs the ABR sweep of lab/sweep/default-grid.yaml (72 points:
 # threshold 30-120 ms x decrease 10-30% x increase 5-25% x hold 1-1.5 s, over
 # abr-capacity-drop, abr-spikes-fix, abr-lossy and abr-mobile-still-fix x 3
 # seeds) on every core into $(SWEEP_OUT): sweep.md/.html, sweep-table.md and
 # the Pareto plots. SHARD=i/n runs one shard and writes only its part file;
 # merge the parts with: go run ./cmd/lab sweep-merge -out DIR PART...
-SWEEP_GRID ?= reports/sweep/default-grid.yaml
+SWEEP_GRID ?= lab/sweep/default-grid.yaml
 SWEEP_OUT ?= out/sweep
 SHARD ?= 1/1
 .PHONY: sweep
 sweep:
-	go test -C reports/jobs -tags jobs -run '^TestSweep$$' -count=1 -timeout 0 -args -grid $(abspath $(SWEEP_GRID)) -shard $(SHARD) -out $(abspath $(SWEEP_OUT))
+	go test -C lab/jobs -tags jobs -run '^TestSweep$$' -count=1 -timeout 0 -args -grid $(abspath $(SWEEP_GRID)) -shard $(SHARD) -out $(abspath $(SWEEP_OUT))
 
 # nightly runs the scenario library with several seeds against the committed
 # baseline (testdata/baselines), writes $(NIGHTLY_OUT)/report.md and .html,
@@ -89,6 +89,6 @@ NIGHTLY_SEEDS ?= 1,2,3
 NIGHTLY_OUT ?= out/nightly
 .PHONY: nightly accept-baseline
 nightly:
-	go test -C reports/jobs -tags jobs -run '^TestNightly$$' -count=1 -timeout 0 -args -seeds $(NIGHTLY_SEEDS) -out $(abspath $(NIGHTLY_OUT))
+	go test -C lab/jobs -tags jobs -run '^TestNightly$$' -count=1 -timeout 0 -args -seeds $(NIGHTLY_SEEDS) -out $(abspath $(NIGHTLY_OUT))
 accept-baseline:
-	go test -C reports/jobs -tags jobs -run '^TestNightly$$' -count=1 -timeout 0 -args -seeds $(NIGHTLY_SEEDS) -out $(abspath $(NIGHTLY_OUT)) -accept
+	go test -C lab/jobs -tags jobs -run '^TestNightly$$' -count=1 -timeout 0 -args -seeds $(NIGHTLY_SEEDS) -out $(abspath $(NIGHTLY_OUT)) -accept

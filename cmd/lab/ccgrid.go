@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
-	"github.com/nuvirahub/latencylab/reports/ccgrid"
+	"github.com/nuvirahub/latencylab/lab/ccgrid"
 	"github.com/nuvirahub/latencylab/reports/render"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/reports/ccgrid"
+	"github.com/nuvirahub/latencylab/lab/ccgrid"
 )
 
 func TestParseCCGrid(t *testing.T) {

@@ -7,13 +7,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/nuvirahub/latencylab/reports/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // compareCmd runs one scenario, a group or the library under two
 // configurations and writes a report with plots and a verdict; like the
-// nightly it runs under go test (reports/jobs/nightly_job_test.go).
+// nightly it runs under go test (lab/jobs/nightly_job_test.go).
 func compareCmd(args []string, stdout, stderr io.Writer) error {
 	goArgs, err := compareCommand(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

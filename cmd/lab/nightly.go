@@ -9,14 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nuvirahub/latencylab/reports/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // nightlyCmd runs the nightly regression run (lab nightly) or accepts its
 // runs as the new baseline (lab accept). The sessions need
 // testing/synctest bubbles, which only a test can make, so it starts the
-// job's entry point with go test (reports/jobs/nightly_job_test.go) and
+// job's entry point with go test (lab/jobs/nightly_job_test.go) and
 // streams its progress and report; go test's exit status is the nightly's.
 func nightlyCmd(name string, args []string, stdout, stderr io.Writer) error {
 	goArgs, err := nightlyCommand(name, args, stderr)
@@ -31,7 +31,7 @@ func nightlyCmd(name string, args []string, stdout, stderr io.Writer) error {
 
 // jobFlags is a job's flag set: the flags are checked here, so that a typo
 // fails at once rather than after a build, then handed to the job as
-// given, paths made absolute (go test runs in reports/jobs).
+// given, paths made absolute (go test runs in lab/jobs).
 type jobFlags struct {
 	fs    *flag.FlagSet
 	paths []string // flags holding paths
@@ -178,9 +178,9 @@ flags:
 }
 
 // exactUsage is the -exact flag's help for the nightly and compare.
-const exactUsage = "run every session exact (internal/exact): the same result from any run or machine, about 10x slower; otherwise in native worker processes, where a few sessions in a hundred differ from run to run"
+const exactUsage = "run every session exact (lab/exact): the same result from any run or machine, about 10x slower; otherwise in native worker processes, where a few sessions in a hundred differ from run to run"
 
-// jobCommand is go's arguments to run test of reports/jobs with the job's
+// jobCommand is go's arguments to run test of lab/jobs with the job's
 // arguments.
 func jobCommand(name, test string, jobArgs []string) ([]string, error) {
 	root, err := moduleRoot()

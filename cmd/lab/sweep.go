@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/nuvirahub/latencylab/reports/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep"
 )
 
 // modulePath is the lab's module: lab sweep looks for its root to build
@@ -19,7 +19,7 @@ const modulePath = "github.com/nuvirahub/latencylab"
 
 // sweepCmd runs an ABR sweep, or a shard of one. The sessions need
 // testing/synctest bubbles, which only a test can make, so it starts the
-// job entry point with go test (reports/jobs/sweep_job_test.go) and
+// job entry point with go test (lab/jobs/sweep_job_test.go) and
 // streams its progress and output. The flags are checked here first, so
 // a typo fails at once rather than after a build.
 func sweepCmd(args []string, stdout, stderr io.Writer) error {
@@ -60,7 +60,7 @@ lab sweep-merge. A 1/1 run writes the report itself. -grid and -out are
 relative to the working directory, scenario files to the module's root.
 
 Sessions run exact by default: each in a fresh WebAssembly instance with
-deterministic clocks (internal/exact), so that the table is the same from
+deterministic clocks (lab/exact), so that the table is the same from
 any run, machine or sharding of the grid (the first run builds the guest,
 about a minute). -exact=false runs them natively, about 10 times faster,
 where a few sessions in a hundred differ from run to run.

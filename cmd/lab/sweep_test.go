@@ -9,11 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/reports/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep"
 )
 
 // lab sweep checks its flags itself and hands go test the job spelt out,
-// with -out made absolute (the job runs in reports/jobs).
+// with -out made absolute (the job runs in lab/jobs).
 func TestSweepCommand(t *testing.T) {
 	root, err := moduleRoot()
 	require.NoError(t, err)

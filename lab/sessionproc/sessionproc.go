@@ -1,8 +1,8 @@
 // Package sessionproc runs one scenario session as data in, data out: a
 // scenario (as YAML) goes in, its result (as JSON) comes out. It is what a
 // process that runs sessions for another one does, whether that process is
-// a native worker (package reports/jobs) or a WebAssembly instance (package
-// internal/exact), so that both run a session the same way.
+// a native worker (package lab/jobs) or a WebAssembly instance (package
+// lab/exact), so that both run a session the same way.
 package sessionproc
 
 import (
@@ -41,7 +41,7 @@ type Result struct {
 	Skipped bool   `json:"skipped,omitempty"`
 	// Wall is the session's wall time as the process that ran it saw it
 	// (a WebAssembly instance's clock is not the wall's: see
-	// internal/exact).
+	// lab/exact).
 	Wall time.Duration `json:"wall_ns"`
 }
 

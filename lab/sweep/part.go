@@ -27,7 +27,7 @@ type Part struct {
 	Wall     time.Duration `json:"wall_ns"`
 	Virtual  time.Duration `json:"virtual_ns"`
 	Parallel int           `json:"parallel"`
-	// Exact says the sessions ran exact (internal/exact): each a function
+	// Exact says the sessions ran exact (lab/exact): each a function
 	// of its scenario and seed only. Merge refuses to mix exact parts
 	// with others, whose sessions can differ from run to run.
 	Exact bool `json:"exact"`

@@ -20,9 +20,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/nuvirahub/latencylab/internal/exact"
-	"github.com/nuvirahub/latencylab/internal/sessionproc"
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -44,7 +44,7 @@ type Plan struct {
 	Parallel int
 	// Exact, when set, runs each session exact: in a fresh WebAssembly
 	// instance of it, where a session depends on its scenario and seed
-	// only (package internal/exact). Otherwise sessions run in worker
+	// only (package lab/exact). Otherwise sessions run in worker
 	// processes if UseWorkers named a test, else in this process.
 	Exact *exact.Runner
 	// Progress, when set, gets a line per finished session with the count

@@ -31,7 +31,7 @@ const DefaultOut = "out/sweep"
 
 // RegisterFlags defines the sweep job's flags on fs. A flag fs already
 // has is left as it is and shared: go test gives every job entry point of
-// reports/jobs one flag set, so -out, -seeds, -scenarios and -parallel
+// lab/jobs one flag set, so -out, -seeds, -scenarios and -parallel
 // may already be another job's, and defining them twice would panic.
 func RegisterFlags(fs *flag.FlagSet) {
 	def := func(name, value, usage string) {
@@ -50,7 +50,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	def(FlagShard, "1/1", "the shard to run, i/n from 1/n to n/n: the points whose index is i-1 modulo n")
 	def(FlagOut, DefaultOut, "the folder for the part file (and, for 1/1, the report)")
 	def(FlagParallel, "0", "sessions at once; 0 is every core")
-	def(FlagExact, "true", "run every session exact (WebAssembly, internal/exact): the same table from any run or sharding, about 10x slower; false runs them natively")
+	def(FlagExact, "true", "run every session exact (WebAssembly, lab/exact): the same table from any run or sharding, about 10x slower; false runs them natively")
 }
 
 // Job is what the flags ask for.

@@ -15,10 +15,10 @@
 // two outcomes (70.2 and 87.9 ms latency median), 4 and 4; with any one or
 // two of the three removed from a copy of the runtime (a probe, go build
 // -overlay), still two; with all three removed, one, in 20 runs of 20. A
-// native worker (reports/jobs) settles most sessions but not all: 826 of
+// native worker (lab/jobs) settles most sessions but not all: 826 of
 // 864 in a sweep.
 //
-// So this package compiles the lab (package internal/sessionproc/guest,
+// So this package compiles the lab (package lab/sessionproc/guest,
 // the whole session code) to WebAssembly (GOOS=wasip1) and runs each
 // session in a fresh instance under wazero, a WebAssembly runtime written
 // in Go. There, the Go runtime has one thread and no monitor, so nothing
@@ -53,14 +53,14 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/nuvirahub/latencylab/internal/sessionproc"
-	"github.com/nuvirahub/latencylab/internal/sessionproc/guest"
+	"github.com/nuvirahub/latencylab/lab/sessionproc"
+	"github.com/nuvirahub/latencylab/lab/sessionproc/guest"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // GuestPackage is the package whose test binary is the guest, relative to
 // the module's root.
-const GuestPackage = "./internal/sessionproc/guest"
+const GuestPackage = "./lab/sessionproc/guest"
 
 // Options configure Open.
 type Options struct {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nuvirahub/latencylab/internal/sessionproc"
+	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -33,7 +33,7 @@ import (
 // never (826 of 864 sessions of a sweep were the same in two runs).
 //
 // Or it can run them exact (Plan.Exact): each session in a fresh
-// WebAssembly instance with deterministic clocks (package internal/exact),
+// WebAssembly instance with deterministic clocks (package lab/exact),
 // where the same session always gives the same result, at about a tenth
 // of the speed.
 

@@ -13,7 +13,7 @@
 //
 // The sessions need testing/synctest bubbles, so they run under go test:
 // RunShard takes the *testing.T of the job entry point
-// (reports/jobs/sweep_job_test.go, built with the "jobs" tag), which
+// (lab/jobs/sweep_job_test.go, built with the "jobs" tag), which
 // `lab sweep` and `make sweep` start. Everything else here (grids, shards,
 // parts, merging, the report) is plain code, tested by go test ./...
 package sweep

@@ -13,7 +13,7 @@ import (
 // reports/SCHEMA.md documents every JSON field of a part: a field added to
 // the types and not to the document fails here.
 func TestSchemaDocumentsThePart(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "SCHEMA.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "reports", "SCHEMA.md"))
 	require.NoError(t, err)
 	require.Contains(t, string(doc), "## `"+PartSchema+"`")
 	fields := schematest.Fields(Part{})

@@ -1,4 +1,4 @@
-// Package guest is the program internal/exact compiles to WebAssembly: its
+// Package guest is the program lab/exact compiles to WebAssembly: its
 // test binary (only a test binary can open a synctest bubble) runs the
 // sessions it reads on standard input and prints their results on
 // standard output, when the environment variable GuestEnv is set. Run as

@@ -3,7 +3,7 @@
 // The ABR sweep's entry point: `lab sweep` and `make sweep`
 // start it as
 //
-//	go test -C reports/jobs -tags jobs -run '^TestSweep$' -count=1 -timeout 0 -args -grid FILE -shard 2/3 -out DIR
+//	go test -C lab/jobs -tags jobs -run '^TestSweep$' -count=1 -timeout 0 -args -grid FILE -shard 2/3 -out DIR
 //
 // It lives in the external test package because package sweep imports
 // package jobs. Its logic is in package sweep, which go test ./... builds
@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/reports/jobs"
-	"github.com/nuvirahub/latencylab/reports/sweep"
+	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/lab/sweep"
 )
 
 // Registered in init, after the package's other job entry points defined

@@ -4,8 +4,8 @@
 // `lab accept`, `lab compare`, `make nightly` and `make accept-baseline`
 // start them as
 //
-//	go test -C reports/jobs -tags jobs -run '^TestNightly$' -count=1 -timeout 0 -args -seeds 1,2,3 [-accept] ...
-//	go test -C reports/jobs -tags jobs -run '^TestCompare$' -count=1 -timeout 0 -args -a as-written -b old-pipeline ...
+//	go test -C lab/jobs -tags jobs -run '^TestNightly$' -count=1 -timeout 0 -args -seeds 1,2,3 [-accept] ...
+//	go test -C lab/jobs -tags jobs -run '^TestCompare$' -count=1 -timeout 0 -args -a as-written -b old-pipeline ...
 //
 // The "jobs" tag keeps go test ./... from running them. Their logic is in
 // package jobs (Nightly, Compare), which go test ./... builds and tests;
@@ -24,8 +24,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/internal/exact"
-	"github.com/nuvirahub/latencylab/reports/jobs"
+	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -36,7 +36,7 @@ import (
 // included.
 var (
 	flagSeeds    = flag.String("seeds", "", "seeds, comma-separated (nightly and compare: 1,2,3)")
-	flagExact    = flag.String("exact", "", "true runs every session exact (internal/exact): the same result from any run, about 10x slower (nightly and compare: false; the sweep: true)")
+	flagExact    = flag.String("exact", "", "true runs every session exact (lab/exact): the same result from any run, about 10x slower (nightly and compare: false; the sweep: true)")
 	flagOut      = flag.String("out", "", "the report's folder, relative to the module's root (nightly: out/nightly, compare: out/compare)")
 	flagParallel = flag.String("parallel", "0", "sessions at once; 0 is every core")
 	flagBaseline = flag.String("baseline", jobs.DefaultBaselines, "nightly: the baselines' folder, relative to the module's root")

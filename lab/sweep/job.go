@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nuvirahub/latencylab/internal/exact"
+	"github.com/nuvirahub/latencylab/lab/exact"
 )
 
 // RunJob runs the job's shard (RunShard, the scenario files relative to

@@ -279,9 +279,9 @@ func (t *Table) speedPhrase() string {
 	wall, virtual := t.Wall(), t.Virtual()
 	s := fmt.Sprintf("%.0f scenario seconds in %.1f wall seconds, %.0f scenario seconds per wall second",
 		virtual.Seconds(), wall.Seconds(), t.Speed())
-	how := "Sessions ran natively: a few can differ from run to run (reports/jobs, worker.go)."
+	how := "Sessions ran natively: a few can differ from run to run (lab/jobs, worker.go)."
 	if t.Exact {
-		how = "Sessions ran exact: each is a function of its scenario and seed, so any run or sharding of this grid gives this table (internal/exact)."
+		how = "Sessions ran exact: each is a function of its scenario and seed, so any run or sharding of this grid gives this table (lab/exact)."
 	}
 	if len(t.Parts) == 1 {
 		p := t.Parts[0]

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/internal/exact"
+	"github.com/nuvirahub/latencylab/lab/exact"
 )
 
 // A real sweep, small enough for CI: 6 points x 2 scenarios cut to 3 s,
@@ -20,7 +20,7 @@ import (
 // as 3 shards run separately, each session in its own bubble. The issue's
 // must-show: sharded in 3 and merged, it gives the same table as
 // unsharded, byte for byte, because exact sessions depend on their
-// scenario and seed only (internal/exact). The same grid run natively
+// scenario and seed only (lab/exact). The same grid run natively
 // agrees with it on every row's shape, not on every figure.
 func TestShardedSweepMergesToTheUnshardedTable(t *testing.T) {
 	g := Grid{

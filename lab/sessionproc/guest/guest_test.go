@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/internal/sessionproc"
+	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // TestGuest serves sessions from standard input when GuestEnv is set (in
-// an instance internal/exact started, whose tests check the answers).
+// an instance lab/exact started, whose tests check the answers).
 // Run as a plain test, it serves one short session natively through the
 // same code, between buffers, and checks the answer a host would read.
 func TestGuest(t *testing.T) {

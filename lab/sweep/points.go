@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nuvirahub/latencylab/reports/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 

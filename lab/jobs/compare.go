@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nuvirahub/latencylab/internal/exact"
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
 )

@@ -50,7 +50,7 @@ func Select(group string, names []string) ([]*scenarios.Scenario, error) {
 }
 
 // ModuleRoot is the lab's module root above the working directory: a job
-// runs in reports/jobs (go test's directory), and its relative paths
+// runs in lab/jobs (go test's directory), and its relative paths
 // (testdata/baselines, out/nightly) are the module root's, as a user
 // writes them.
 func ModuleRoot() (string, error) { return modroot.Find() }

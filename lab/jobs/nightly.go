@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nuvirahub/latencylab/internal/exact"
+	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
 )

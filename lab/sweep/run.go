@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nuvirahub/latencylab/internal/exact"
-	"github.com/nuvirahub/latencylab/reports/jobs"
+	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
