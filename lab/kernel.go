@@ -137,7 +137,7 @@ type TCPStats struct {
 }
 
 // kernelRun is a kernel-mode session under way: what RunSessionContext
-// needs at the end to fill Result.Kernel. The platform's openKernel fills
+// needs at the end to fill Result.Kernel. The platform's kernelTransport fills
 // it; the measurement itself is common.
 type kernelRun struct {
 	mode       KernelMode

@@ -1,18 +1,11 @@
 package lab
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/quic-go/quic-go"
-
 	"github.com/nuvirahub/latencylab/internal/connect"
-	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/nat"
-	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/netem/relay"
 )
 
@@ -72,103 +65,4 @@ func (p *Path) only() (connect.Path, error) {
 		return connect.PathWebSocket, nil
 	}
 	return "", fmt.Errorf("%w: path strategy %q (want direct, auto, relay or websocket)", ErrUnsupported, p.Connect)
-}
-
-// opened is a session's connection, whichever way it was made.
-type opened struct {
-	agent, viewer *quic.Conn
-	// stats reads the counters of the viewer's links, up and down: a
-	// function rather than the links, because the real-time proxy keeps
-	// its links to itself and shows only their counters.
-	stats func() (up, down netem.Stats)
-	path  *PathResult
-	close func()
-}
-
-// openTopology builds the two-site topology with the session's links as
-// the viewer's access, and connects the two PCs by the path's strategy.
-func openTopology(ctx context.Context, s Session, epoch time.Time, capt *recording) (*opened, error) {
-	only, err := s.Path.only()
-	if err != nil {
-		return nil, err
-	}
-	upTap, downTap := capt.taps()
-	topo, err := connect.NewTopology(connect.TopologyConfig{
-		Seed:       s.Seed,
-		AgentNAT:   s.Path.AgentNAT,
-		ViewerNAT:  s.Path.ViewerNAT,
-		SameRouter: s.Path.SameRouter,
-		RelayDelay: s.Path.RelayDelay,
-		// The sites are never at the same place: a millisecond between
-		// them keeps the two PCs' first probes from meeting a router at
-		// the same instant, where goroutine order, not the seed, would
-		// decide whether its filter lets one in.
-		InternetDelay: InternetDelay,
-		ViewerUp:      netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, Tap: upTap},
-		ViewerDown:    netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, Tap: downTap},
-		Relay:         relay.Config{Observe: s.Path.Observe},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lab: topology: %w", err)
-	}
-	acfg, vcfg := topo.AgentConfig(), topo.ViewerConfig()
-	for _, c := range []*connect.Config{&acfg, &vcfg} {
-		c.Only, c.ForceRelay, c.IgnoreLANCandidates = only, s.Path.ForceRelay, s.Path.IgnoreLANCandidates
-	}
-	if capt != nil {
-		server, client, err := quicpair.TLS(capt.keyLog())
-		if err != nil {
-			topo.Close()
-			return nil, fmt.Errorf("lab: %w", err)
-		}
-		acfg.TLS, vcfg.TLS = server, client
-		acfg.QUIC, vcfg.QUIC = capt.quicConfig(), capt.quicConfig()
-	}
-	// The agent answers on every path it is allowed; the viewer decides.
-	var wg sync.WaitGroup
-	var agent *connect.Session
-	var agentErr error
-	actx, cancelAgent := context.WithCancel(ctx)
-	wg.Go(func() { agent, agentErr = connect.Accept(actx, acfg) })
-	started := time.Now()
-	viewer, viewerErr := connect.Dial(ctx, vcfg)
-	connected := time.Since(started)
-	if viewerErr != nil {
-		cancelAgent() // nothing will come
-	}
-	wg.Wait()
-	cancelAgent()
-	if err := errors.Join(viewerErr, agentErr); err != nil {
-		for _, sess := range []*connect.Session{viewer, agent} {
-			if sess != nil {
-				sess.Close()
-			}
-		}
-		topo.Close()
-		return nil, fmt.Errorf("lab: connect: %w", err)
-	}
-	return &opened{
-		agent: agent.Conn, viewer: viewer.Conn,
-		stats: linkStats(topo.ViewerUpLink, topo.ViewerDownLink),
-		path:  &PathResult{Path: viewer.Path, AgentPath: agent.Path, Steps: viewer.Steps, Connect: connected},
-		close: func() {
-			viewer.Close()
-			agent.Close()
-			topo.Close()
-		},
-	}, nil
-}
-
-// linkStats is opened.stats for links of the in-memory network.
-func linkStats(up, down *netem.Link) func() (netem.Stats, netem.Stats) {
-	return func() (netem.Stats, netem.Stats) { return statsOf(up), statsOf(down) }
-}
-
-// statsOf reads a link's counters; a nil link (a perfect one that was
-// never made) has none.
-func statsOf(l *netem.Link) netem.Stats {
-	if l == nil {
-		return netem.Stats{}
-	}
-	return l.Stats()
 }

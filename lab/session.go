@@ -33,7 +33,6 @@ import (
 	"github.com/nuvirahub/latencylab/internal/wire"
 	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/netem"
-	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/viewer"
 )
 
@@ -221,11 +220,9 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if s.Lead < 0 || s.SampleEvery < 0 {
 		return nil, fmt.Errorf("lab: negative lead %v or sampling period %v", s.Lead, s.SampleEvery)
 	}
-	if s.RealTime && s.Path != nil {
-		return nil, fmt.Errorf("%w: a real-time session with a Path (the two-site topology exists only in the in-memory network)", ErrUnsupported)
-	}
-	if s.Kernel != nil && (s.RealTime || s.Path != nil) {
-		return nil, fmt.Errorf("%w: a kernel-mode session with RealTime or a Path (it has its own real-time network of two namespaces)", ErrUnsupported)
+	tr, err := transportFor(s)
+	if err != nil {
+		return nil, err
 	}
 	// With a Lead the links count from time zero, which lies in the
 	// future; without one they count from the network's creation.
@@ -241,18 +238,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		return nil, err
 	}
 	dialed := time.Now()
-	var conn *opened
-	var kern *kernelRun
-	switch {
-	case s.Kernel != nil:
-		conn, kern, err = openKernel(ctx, s, epoch, capt)
-	case s.Path != nil:
-		conn, err = openTopology(ctx, s, epoch, capt)
-	case s.RealTime:
-		conn, err = openRealTime(ctx, s, epoch, capt)
-	default:
-		conn, err = openPlain(ctx, s, epoch, capt)
-	}
+	conn, err := tr.open(ctx, s, epoch, capt)
 	if err != nil {
 		return nil, errors.Join(err, capt.finish(nil))
 	}
@@ -388,10 +374,12 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		Targets:   targets.changes(),
 		Path:      conn.path,
 	}
-	// Before the deferred close: the kernel senders' TCP_INFO goes with
-	// their sockets.
-	if res.Kernel, err = kern.result(res); err != nil {
-		return nil, err
+	// Before the deferred close: what the transport alone measures (the
+	// kernel senders' TCP_INFO) goes with its sockets.
+	if conn.finish != nil {
+		if err := conn.finish(res); err != nil {
+			return nil, err
+		}
 	}
 	return res, interrupted
 }
@@ -454,40 +442,4 @@ func (r *targetRecorder) changes() []Target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.log)
-}
-
-// openPlain is the plain set-up: the two PCs on one network, joined by the
-// session's links, QUIC straight between them.
-func openPlain(ctx context.Context, s Session, epoch time.Time, capt *recording) (_ *opened, err error) {
-	n := netem.NewNetwork(s.Seed)
-	defer func() {
-		if err != nil {
-			n.Close()
-		}
-	}()
-	upTap, downTap := capt.taps()
-	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, Tap: upTap})
-	if err != nil {
-		return nil, fmt.Errorf("lab: uplink: %w", err)
-	}
-	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, Tap: downTap})
-	if err != nil {
-		return nil, fmt.Errorf("lab: downlink: %w", err)
-	}
-	agentConn, err := n.Listen(AgentAddr)
-	if err != nil {
-		return nil, err
-	}
-	viewerConn, err := n.Listen(ViewerAddr)
-	if err != nil {
-		return nil, err
-	}
-	pair, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, capt.quicConfig(), capt.keyLog())
-	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
-	}
-	return &opened{agent: pair.Server, viewer: pair.Client, stats: linkStats(up, down), close: func() {
-		pair.Close()
-		n.Close()
-	}}, nil
 }

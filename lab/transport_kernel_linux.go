@@ -22,27 +22,32 @@ import (
 	"github.com/nuvirahub/latencylab/netem/relay"
 )
 
-// openKernel is the kernel-mode set-up (Session.Kernel): a kernel.Pair
+// kernelTransport is the kernel mode (Session.Kernel): the agent and the
+// viewer in two network namespaces, their kernels' traffic crossing the
+// session's links through TUN devices.
+type kernelTransport struct{}
+
+// open is the kernel-mode set-up: a kernel.Pair
 // with the session's links, the agent's sockets in A and the viewer's in
 // B, QUIC between them directly or through the WebSocket tunnel, and the
 // competing bulk flow when asked for. Everything it made is closed by the
 // returned opened's close, or on error before it returns.
-func openKernel(ctx context.Context, s Session, epoch time.Time, capt *recording) (_ *opened, _ *kernelRun, err error) {
+func (kernelTransport) open(ctx context.Context, s Session, epoch time.Time, capt *recording) (_ *opened, err error) {
 	mode, err := s.Kernel.withDefaults()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if capt != nil && capt.pcap != nil {
 		// netem/pcap wraps bare UDP payloads in synthetic headers; the
 		// kernel links carry whole IP packets, which it would wrap again.
-		return nil, nil, fmt.Errorf("%w: a pcap capture in kernel mode (capture the TUN devices with tcpdump inside the namespaces instead)", ErrUnsupported)
+		return nil, fmt.Errorf("%w: a pcap capture in kernel mode (capture the TUN devices with tcpdump inside the namespaces instead)", ErrUnsupported)
 	}
 	for _, c := range []string{mode.Controller, mode.Competing} {
 		if c == "" {
 			continue
 		}
 		if err := kernel.ControllerAvailable(c); err != nil {
-			return nil, nil, fmt.Errorf("lab: %w", err)
+			return nil, fmt.Errorf("lab: %w", err)
 		}
 	}
 
@@ -59,7 +64,7 @@ func openKernel(ctx context.Context, s Session, epoch time.Time, capt *recording
 			closeAll()
 		}
 	}()
-	// The links get the seed and the names openPlain and openRealTime give
+	// The links get the seed and the names the in-memory and real-time transports give
 	// them, so that their random decisions are those of the other modes.
 	pair, err := kernel.New(kernel.Config{
 		AtoB: netem.LinkConfig{Name: "downlink", Seed: s.Seed, Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline},
@@ -67,7 +72,7 @@ func openKernel(ctx context.Context, s Session, epoch time.Time, capt *recording
 		MTU:  mode.MTU,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("lab: %w", err)
+		return nil, fmt.Errorf("lab: %w", err)
 	}
 	closers = append(closers, pair.Close)
 	run := &kernelRun{mode: mode, pair: pair.String(), rate: pair.Rate(), maxWarmup: kernel.MaxWarmup}
@@ -81,7 +86,7 @@ func openKernel(ctx context.Context, s Session, epoch time.Time, capt *recording
 		qp, err = kernelWebSocket(ctx, s.Seed, pair, mode.Controller, capt, &closers, run)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	closers = append(closers, qp.Close)
 
@@ -90,7 +95,7 @@ func openKernel(ctx context.Context, s Session, epoch time.Time, capt *recording
 		// set-up; it has until time zero and the warm-up to settle.
 		b, err := startCompeting(ctx, pair, mode.Competing)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		// The flow closes before QUIC does: it is the last one made.
 		closers = append(closers, b.close)
@@ -103,8 +108,12 @@ func openKernel(ctx context.Context, s Session, epoch time.Time, capt *recording
 			ab, ba := pair.Stats()
 			return ba, ab
 		},
+		finish: func(res *Result) (err error) {
+			res.Kernel, err = run.result(res)
+			return err
+		},
 		close: closeAll,
-	}, run, nil
+	}, nil
 }
 
 // kernelQUIC makes the agent's UDP socket in A and the viewer's in B and
