@@ -20,6 +20,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
 	"github.com/nuvirahub/latencylab/internal/modroot"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/nat"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -48,11 +49,11 @@ const sharedPrefix = "shared:"
 type plan struct {
 	session Session
 	// decisions reads an adaptive controller's decisions after the run.
-	decisions func(start time.Time) []DecisionRecord
+	decisions func(start time.Time) []result.DecisionRecord
 	refresh   float64 // the agent's display refresh, Hz
 	up        []capPhase
 	down      []capPhase
-	network   NetworkInfo
+	network   result.NetworkInfo
 }
 
 // capPhase is a direction's capacity from At on: a rate, a trace, or none.
@@ -132,7 +133,7 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 
 // convertLink turns a direction's timeline into the impairments in force
 // from the start and the later phases, and notes each phase's capacity.
-func convertLink(dir string, phases []scenarios.Phase, traces map[string]*netem.Trace) (initial []netem.Impairment, timeline []netem.Phase, caps []capPhase, info []PhaseInfo, err error) {
+func convertLink(dir string, phases []scenarios.Phase, traces map[string]*netem.Trace) (initial []netem.Impairment, timeline []netem.Phase, caps []capPhase, info []result.PhaseInfo, err error) {
 	for i, ph := range phases {
 		where := fmt.Sprintf("network.%s[%d]", dir, i)
 		if ph.At < 0 || (i > 0 && ph.At <= phases[i-1].At) {
@@ -143,7 +144,7 @@ func convertLink(dir string, phases []scenarios.Phase, traces map[string]*netem.
 			return nil, nil, nil, nil, err
 		}
 		caps = append(caps, c)
-		info = append(info, PhaseInfo{At: ph.At, Description: describePhase(ph), RateBps: ph.Rate, Trace: ph.Trace})
+		info = append(info, result.PhaseInfo{At: ph.At, Description: describePhase(ph), RateBps: ph.Rate, Trace: ph.Trace})
 		if i == 0 && ph.At == 0 {
 			initial = imps
 			continue
@@ -595,22 +596,22 @@ func convertController(c scenarios.Controller, sw scenarios.Switches) (agent.Con
 
 // controllerDecisions reads an adaptive controller's decisions as records
 // counted from start; nil for a controller that makes none.
-func controllerDecisions(c agent.Controller) func(start time.Time) []DecisionRecord {
+func controllerDecisions(c agent.Controller) func(start time.Time) []result.DecisionRecord {
 	switch c := c.(type) {
 	case *abr.ABR:
-		return func(start time.Time) []DecisionRecord {
-			var out []DecisionRecord
+		return func(start time.Time) []result.DecisionRecord {
+			var out []result.DecisionRecord
 			for _, d := range c.Decisions() {
-				out = append(out, DecisionRecord{At: d.At.Sub(start), Old: d.Old, New: d.New, Rule: d.Rule,
+				out = append(out, result.DecisionRecord{At: d.At.Sub(start), Old: d.Old, New: d.New, Rule: d.Rule,
 					Median: d.Median, Baseline: d.Baseline, Utilisation: d.Utilisation})
 			}
 			return out
 		}
 	case *gcc.GCC:
-		return func(start time.Time) []DecisionRecord {
-			var out []DecisionRecord
+		return func(start time.Time) []result.DecisionRecord {
+			var out []result.DecisionRecord
 			for _, d := range c.Decisions() {
-				out = append(out, DecisionRecord{At: d.At.Sub(start), Old: d.Old, New: d.New, Rule: d.Rule,
+				out = append(out, result.DecisionRecord{At: d.At.Sub(start), Old: d.Old, New: d.New, Rule: d.Rule,
 					Signal: d.Signal, Trend: d.Trend, Threshold: d.Threshold, Received: d.Received})
 			}
 			return out

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/internal/docregion"
 	"github.com/nuvirahub/latencylab/internal/needs"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -232,7 +233,7 @@ func TestLibraryAnotherSeed(t *testing.T) {
 			t.Parallel()
 			sc := *base
 			sc.Seed = base.Seed + 1000
-			var res *ScenarioResult
+			var res *result.Run
 			var err error // each parallel subtest its own
 			synctest.Test(t, func(t *testing.T) {
 				res, err = Run(t.Context(), &sc)
@@ -310,7 +311,7 @@ func TestABRvsGCC(t *testing.T) {
 			if kind == "abr" {
 				sc.Controller = base.Controller
 			}
-			var res *ScenarioResult
+			var res *result.Run
 			synctest.Test(t, func(t *testing.T) {
 				var err error
 				if res, err = Run(t.Context(), &sc); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -34,9 +35,9 @@ func (o metricsObserver) FrameChanged(before, after groundtruth.Frame) {
 // EventRecorded implements groundtruth.Observer.
 func (o metricsObserver) EventRecorded(e groundtruth.Event) {
 	switch e.Kind {
-	case EventSkip:
+	case result.EventSkip:
 		o.m.FrameSkipped(e.Reason)
-	case EventDrop:
+	case result.EventDrop:
 		o.m.FrameDropped(e.Reason)
 	}
 }
@@ -73,7 +74,7 @@ func (f *linkFeed) feed(s Sample) {
 // copy of the list off the per-frame path.
 type decisionFeed struct {
 	m    *metrics.Metrics
-	read func(start time.Time) []DecisionRecord
+	read func(start time.Time) []result.DecisionRecord
 	seen int
 }
 
@@ -98,13 +99,13 @@ func (f *decisionFeed) feed() {
 // RunWithMetrics is Run with the session feeding m as it goes
 // (Session.Metrics): for a real-time run served on /metrics, or a test
 // that compares the live figures with the result.
-func RunWithMetrics(ctx context.Context, sc *scenarios.Scenario, m *metrics.Metrics) (*ScenarioResult, error) {
+func RunWithMetrics(ctx context.Context, sc *scenarios.Scenario, m *metrics.Metrics) (*result.Run, error) {
 	return runConfigured(ctx, sc, func(s *Session) { s.Metrics = m })
 }
 
 // runConfigured is Run with configure setting what the scenario does not
 // say (metrics, capture, the clock's kind) on the session before it runs.
-func runConfigured(ctx context.Context, sc *scenarios.Scenario, configure func(*Session)) (*ScenarioResult, error) {
+func runConfigured(ctx context.Context, sc *scenarios.Scenario, configure func(*Session)) (*result.Run, error) {
 	p, err := convert(sc)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
@@ -113,7 +114,7 @@ func runConfigured(ctx context.Context, sc *scenarios.Scenario, configure func(*
 	if p.session.Path != nil {
 		p.session.Lead = PathLead
 	}
-	p.session.SampleEvery = DefaultSampleEvery
+	p.session.SampleEvery = result.DefaultSampleEvery
 	configure(&p.session)
 	res, err := RunSessionContext(ctx, p.session)
 	if res == nil {

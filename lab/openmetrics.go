@@ -13,7 +13,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/result"
 )
 
 // WriteOpenMetrics writes a finished run as OpenMetrics text with explicit
@@ -30,7 +32,7 @@ import (
 // before it, as the series' points do. The result keeps the links' drops
 // only as totals, so lab_link_dropped_packets_total stays at zero until
 // the last instant, which has them all.
-func WriteOpenMetrics(w io.Writer, r *ScenarioResult, start time.Time) error {
+func WriteOpenMetrics(w io.Writer, r *result.Run, start time.Time) error {
 	reg := prometheus.NewRegistry()
 	var labels prometheus.Labels
 	if r.Scenario != "" {
@@ -104,9 +106,9 @@ func WriteOpenMetrics(w io.Writer, r *ScenarioResult, start time.Time) error {
 }
 
 // replay feeds m with what happened in [from, to) and the target at to.
-// A frame's zero instant means it did not happen (FrameRecord), so only
+// A frame's zero instant means it did not happen (result.FrameRecord), so only
 // positive instants count.
-func replay(m *metrics.Metrics, r *ScenarioResult, from, to time.Duration) {
+func replay(m *metrics.Metrics, r *result.Run, from, to time.Duration) {
 	in := func(t time.Duration) bool { return t >= from && t < to }
 	happened := func(t time.Duration) bool { return t > 0 && in(t) }
 	for _, f := range r.Frames {
@@ -125,9 +127,9 @@ func replay(m *metrics.Metrics, r *ScenarioResult, from, to time.Duration) {
 			continue
 		}
 		switch e.Kind {
-		case EventSkip:
+		case result.EventSkip:
 			m.FrameSkipped(e.Reason)
-		case EventDrop:
+		case result.EventDrop:
 			m.FrameDropped(e.Reason)
 		}
 	}
@@ -136,14 +138,14 @@ func replay(m *metrics.Metrics, r *ScenarioResult, from, to time.Duration) {
 			m.Decision(d.Rule)
 		}
 	}
-	if b, ok := r.targetAt(to); ok {
+	if b, ok := measure.TargetAt(r, to); ok {
 		m.Target(b)
 	}
 }
 
 // seriesLink is a point's link as a metrics sample; the last one carries
 // the run's drops.
-func seriesLink(lp LinkPoint, p Point, total LinkTotal, last bool) metrics.LinkSample {
+func seriesLink(lp result.LinkPoint, p result.Point, total result.LinkTotal, last bool) metrics.LinkSample {
 	s := metrics.LinkSample{
 		QueueBytes: lp.QueueBytes,
 		QueueDelay: lp.QueueDelay,

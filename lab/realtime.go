@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -29,7 +30,7 @@ type RealTimeConfig struct {
 // the proxy's timers are the kernel's, not the bubble's. A scenario with a
 // path is refused (ErrUnsupported). When ctx ends during the session, the
 // result measured so far comes back with an error wrapping ctx's cause.
-func RunRealTime(ctx context.Context, sc *scenarios.Scenario, cfg RealTimeConfig) (*ScenarioResult, error) {
+func RunRealTime(ctx context.Context, sc *scenarios.Scenario, cfg RealTimeConfig) (*result.Run, error) {
 	return runConfigured(ctx, sc, func(s *Session) {
 		s.RealTime = true
 		s.Metrics = cfg.Metrics

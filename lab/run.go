@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -31,8 +32,8 @@ const PathLead = 12 * time.Second
 // an error wrapping ErrSharedAbsent, for tests to skip on.
 //
 // When ctx ends during the session, Run returns the result measured so far
-// (ScenarioResult.Interrupted says so) with an error wrapping ctx's cause.
-func Run(ctx context.Context, sc *scenarios.Scenario) (*ScenarioResult, error) {
+// (result.Run.Interrupted says so) with an error wrapping ctx's cause.
+func Run(ctx context.Context, sc *scenarios.Scenario) (*result.Run, error) {
 	return RunWithMetrics(ctx, sc, nil)
 }
 

@@ -14,15 +14,17 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/internal/needs"
+	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // runScenario runs a scenario in a synctest bubble with crypto/rand seeded
 // from the scenario's seed, as the library's entry points do.
-func runScenario(t *testing.T, sc *scenarios.Scenario) *ScenarioResult {
+func runScenario(t *testing.T, sc *scenarios.Scenario) *result.Run {
 	t.Helper()
 	cryptotest.SetGlobalRandom(t, sc.Seed)
-	var res *ScenarioResult
+	var res *result.Run
 	synctest.Test(t, func(t *testing.T) {
 		var err error
 		res, err = Run(context.Background(), sc)
@@ -31,10 +33,16 @@ func runScenario(t *testing.T, sc *scenarios.Scenario) *ScenarioResult {
 	return res
 }
 
-// measure is Measure that fails the test on an error.
-func measure(t *testing.T, r *ScenarioResult, name string, from, to time.Duration) float64 {
+// ms shortens the tests' durations.
+const ms = time.Millisecond
+
+// f64 points at a bound.
+func f64(v float64) *float64 { return &v }
+
+// measured is measure.Of that fails the test on an error.
+func measured(t *testing.T, r *result.Run, name string, from, to time.Duration) float64 {
 	t.Helper()
-	v, err := r.Measure(name, from, to)
+	v, err := measure.Of(r, name, from, to)
 	require.NoError(t, err, name)
 	return v
 }
@@ -80,7 +88,7 @@ func TestRunTimelineChangesTheLinkAtItsInstant(t *testing.T) {
 	}
 	require.Greater(t, before, 100)
 	require.Greater(t, after, 100)
-	require.Equal(t, []PhaseInfo{{At: 0, Description: "delay 10ms"}, {At: change, Description: "delay 60ms"}}, r.Network.Down)
+	require.Equal(t, []result.PhaseInfo{{At: 0, Description: "delay 10ms"}, {At: change, Description: "delay 60ms"}}, r.Network.Down)
 	// The latency never comes back to the level of the 10 ms link.
 	require.Len(t, r.Summary.Recovery, 1)
 	rec := r.Summary.Recovery[0]
@@ -88,7 +96,7 @@ func TestRunTimelineChangesTheLinkAtItsInstant(t *testing.T) {
 	require.Equal(t, "down", rec.Direction)
 	require.Equal(t, 2*time.Second, rec.After)
 	t.Logf("before the change %d frames, after %d; latency before %v, after %.1f ms", before, after, rec.Before,
-		1000*measure(t, r, "latency.median", change+time.Second, 0))
+		1000*measured(t, r, "latency.median", change+time.Second, 0))
 }
 
 // Spikes, outages and a blocked UDP reach the link on the session's clock.
@@ -145,15 +153,15 @@ func TestRunN16RestartIsOneFreeze(t *testing.T) {
 			Switches:   scenarios.Switches{OldRestartOnBitrateChange: old},
 		}
 		r := runScenario(t, sc)
-		freezes := measure(t, r, "freezes", 0, 0)
-		longest := measure(t, r, "freeze.longest", 0, 0)
+		freezes := measured(t, r, "freezes", 0, 0)
+		longest := measured(t, r, "freeze.longest", 0, 0)
 		t.Logf("N16 old=%v: freezes %v, longest %.3f s, skipped %v, targets %v", old, freezes, longest, r.Summary.Skipped, r.Targets)
-		require.Equal(t, []TargetRecord{{0, 4_000_000}, {5 * time.Second, 3_200_000}}, r.Targets, "the steps count from time zero")
-		require.Equal(t, 3_200_000.0, measure(t, r, "bitrate.min", 0, 0))
+		require.Equal(t, []result.TargetRecord{{At: 0, Bps: 4_000_000}, {At: 5 * time.Second, Bps: 3_200_000}}, r.Targets, "the steps count from time zero")
+		require.Equal(t, 3_200_000.0, measured(t, r, "bitrate.min", 0, 0))
 		if old {
 			require.Equal(t, 1.0, freezes)
 			require.InDelta(t, 1.0, longest, 0.1)
-			require.Positive(t, measure(t, r, "frames.skipped.encoder-unavailable", 0, 0))
+			require.Positive(t, measured(t, r, "frames.skipped.encoder-unavailable", 0, 0))
 			require.InDelta(t, float64(5*time.Second), float64(r.Summary.Freezes[0].From), float64(50*ms))
 		} else {
 			require.Zero(t, freezes)
@@ -169,14 +177,14 @@ func TestRunN8SendCapSkips(t *testing.T) {
 	sc := &scenarios.Scenario{Name: "n8-cap", Findings: []string{"N8"}, Seed: 1, Duration: 10 * time.Second,
 		Network: both(slow), Controller: scenarios.Controller{Kind: "fixed", Bitrate: 10_000_000}}
 	r := runScenario(t, sc)
-	skipped := measure(t, r, "frames.skipped.send-cap", 0, 0)
+	skipped := measured(t, r, "frames.skipped.send-cap", 0, 0)
 	require.Positive(t, skipped)
-	require.Equal(t, skipped, measure(t, r, "frames.skipped", 0, 0))
-	u := measure(t, r, "utilisation", 2*time.Second, 0)
+	require.Equal(t, skipped, measured(t, r, "frames.skipped", 0, 0))
+	u := measured(t, r, "utilisation", 2*time.Second, 0)
 	require.Greater(t, u, 0.8)
 	require.LessOrEqual(t, u, 1.0)
 	capTime := time.Duration(agent.DefaultSendCap * 8 * int64(time.Second) / 2_000_000)
-	require.Less(t, measure(t, r, "latency.max", 5*time.Second, 0), 2*capTime.Seconds())
+	require.Less(t, measured(t, r, "latency.max", 5*time.Second, 0), 2*capTime.Seconds())
 
 	// The link is full from the first second on; frames are few and large
 	// (each spends the budget of the time the cap made it wait), so most
@@ -215,7 +223,7 @@ func TestRunTraceBoundsTheDownlink(t *testing.T) {
 		},
 		Controller: scenarios.Controller{Bitrate: 8_000_000}}
 	r := runScenario(t, sc)
-	u := measure(t, r, "utilisation", time.Second, 0)
+	u := measured(t, r, "utilisation", time.Second, 0)
 	require.Greater(t, u, 0.3)
 	require.LessOrEqual(t, u, 1.0)
 	var capBits, delivered float64
@@ -254,7 +262,7 @@ func TestRunEvaluatesExpectations(t *testing.T) {
 		}}
 	r := runScenario(t, sc)
 	require.Len(t, r.Checks, 3)
-	median := measure(t, r, "latency.median", time.Second, 0)
+	median := measured(t, r, "latency.median", time.Second, 0)
 	require.InDelta(t, 0.0133, median, 0.0005, "N3: the sum of the stages")
 	require.Equal(t, median, r.Checks[0].Value)
 	require.True(t, r.Checks[0].Pass)
@@ -280,12 +288,12 @@ func TestRunResultJSONRoundTrip(t *testing.T) {
 	r := runScenario(t, sc)
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
-	var back ScenarioResult
+	var back result.Run
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, r, &back)
 	for _, m := range scenarios.Measurements {
-		v1, err1 := r.Measure(m.Name, 500*ms, 0)
-		v2, err2 := back.Measure(m.Name, 500*ms, 0)
+		v1, err1 := measure.Of(r, m.Name, 500*ms, 0)
+		v2, err2 := measure.Of(&back, m.Name, 500*ms, 0)
 		require.Equal(t, err1, err2, m.Name)
 		require.Equal(t, v1, v2, m.Name)
 	}
@@ -337,7 +345,7 @@ func TestRunSameSeedAgrees(t *testing.T) {
 	other := runScenario(t, sc(8))
 	for _, x := range []struct {
 		what string
-		s    Summary
+		s    result.Summary
 	}{{"seed 7, run 1", a.Summary}, {"seed 7, run 2", b.Summary}, {"seed 8", other.Summary}} {
 		t.Logf("%s: median %v p95 %v p99 %v max %v displayed %d freezes %d bitrate %.0f", x.what,
 			x.s.Latency.Median, x.s.Latency.P95, x.s.Latency.P99, x.s.Latency.Max, x.s.Displayed, len(x.s.Freezes), x.s.BitrateMean)

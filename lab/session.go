@@ -10,10 +10,10 @@
 //
 // Two levels: RunSession runs a Session built in Go (impairments, models,
 // switches) and returns the raw ground truth; Run runs a scenario
-// (scenarios.Scenario) and returns a ScenarioResult: per-frame records, a
-// time series, a summary, every measurement of the scenario catalogue over
-// any window (ScenarioResult.Measure) and the scenario's expectations
-// evaluated, in a versioned JSON form that reports can read back.
+// (scenarios.Scenario) and returns its result (package result): per-frame
+// records, a time series, a summary and the scenario's expectations
+// evaluated (package measure takes any measurement of the catalogue over
+// any window), in a versioned JSON form that reports can read back.
 package lab
 
 import (
@@ -32,6 +32,7 @@ import (
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/wire"
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/viewer"
 )
@@ -114,7 +115,7 @@ type Session struct {
 	// Metrics, when set, is fed as the session runs: frames and events as
 	// the ground truth records them, the controller's target as it
 	// changes, its decisions and the links' counters at every sample
-	// (every SampleEvery, or DefaultSampleEvery when that is zero). Nil
+	// (every SampleEvery, or result.DefaultSampleEvery when that is zero). Nil
 	// costs nothing.
 	Metrics *metrics.Metrics
 }
@@ -303,7 +304,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	// Metrics want the links' counters even when the result does not.
 	period := s.SampleEvery
 	if period == 0 && s.Metrics != nil {
-		period = DefaultSampleEvery
+		period = result.DefaultSampleEvery
 	}
 	links := newLinkFeed(s.Metrics)
 	sample := func(at time.Time) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/internal/docregion"
 	"github.com/nuvirahub/latencylab/internal/needs"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -34,7 +35,7 @@ const spreadSeedOffset = 1000
 var spread struct {
 	mu     sync.Mutex
 	lib    []*scenarios.Scenario
-	checks map[string][][]Check // scenario -> runs -> checks
+	checks map[string][][]result.Check // scenario -> runs -> checks
 	wall   time.Duration
 }
 
@@ -51,7 +52,7 @@ func TestLibrarySpread(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the scenario library does not load:\n%v", err)
 	}
-	spread.lib, spread.checks = lib, map[string][][]Check{}
+	spread.lib, spread.checks = lib, map[string][][]result.Check{}
 	start := time.Now()
 	var done int
 	total := len(lib) * 2 * *spreadRuns
@@ -63,7 +64,7 @@ func TestLibrarySpread(t *testing.T) {
 						t.Parallel()
 						sc := *base
 						sc.Seed = base.Seed + offset
-						var res *ScenarioResult
+						var res *result.Run
 						var err error
 						synctest.Test(t, func(t *testing.T) { res, err = Run(t.Context(), &sc) })
 						spread.mu.Lock()
@@ -90,7 +91,7 @@ func TestLibrarySpread(t *testing.T) {
 // spreadRow is one expectation over every run.
 type spreadRow struct {
 	scenario, file string
-	check          Check // the bounds, the window, the unit (from the first run)
+	check          result.Check // the bounds, the window, the unit (from the first run)
 	lo, hi         float64
 	runs           int
 	failed         int // runs whose check did not pass
@@ -141,7 +142,7 @@ func ruleBounds(lo, hi float64) (lower, upper float64) {
 // catchesTwofold says whether both a doubling and a halving of v fall
 // outside c's bounds. A value of zero cannot change twofold; a fraction
 // cannot double past 100%.
-func catchesTwofold(c Check, v float64) bool {
+func catchesTwofold(c result.Check, v float64) bool {
 	if v == 0 {
 		return true
 	}
@@ -169,7 +170,7 @@ func writeSpread() error {
 		bound := boundText(c.Min, c.Max, c.Unit)
 		rule := "—"
 		if r.lo > 0 && r.hi < 2*r.lo {
-			rule = fmt.Sprintf(">= %s and <= %s", formatValue(r.lower, c.Unit), formatValue(r.upper, c.Unit))
+			rule = fmt.Sprintf(">= %s and <= %s", result.FormatValue(r.lower, c.Unit), result.FormatValue(r.upper, c.Unit))
 		} else if r.lo > 0 {
 			rule = "none: the runs spread 2x or more"
 		}
@@ -183,7 +184,7 @@ func writeSpread() error {
 			failing = append(failing, fmt.Sprintf("%s:%d %s (%d of %d runs)", r.file, c.Line, c.Measure, r.failed, r.runs))
 		}
 		fmt.Fprintf(&b, "| %s | %s [%v, %v) | %s - %s | %s | %s | %s |\n", r.scenario, c.Measure, c.From, c.To,
-			formatValue(r.lo, c.Unit), formatValue(r.hi, c.Unit), bound, rule, catches)
+			result.FormatValue(r.lo, c.Unit), result.FormatValue(r.hi, c.Unit), bound, rule, catches)
 	}
 	fmt.Println()
 	fmt.Print(b.String())
@@ -210,10 +211,10 @@ func writeSpread() error {
 func boundText(lo, hi *float64, u scenarios.Unit) string {
 	var want []string
 	if lo != nil {
-		want = append(want, ">= "+formatValue(*lo, u))
+		want = append(want, ">= "+result.FormatValue(*lo, u))
 	}
 	if hi != nil {
-		want = append(want, "<= "+formatValue(*hi, u))
+		want = append(want, "<= "+result.FormatValue(*hi, u))
 	}
 	if len(want) == 0 {
 		return "none"
@@ -236,7 +237,7 @@ func TestRuleBounds(t *testing.T) {
 	}
 	for _, run := range [][2]float64{{50, 60}, {13.3, 13.4}, {1, 1.9}} {
 		l, u := ruleBounds(run[0], run[1])
-		c := Check{Min: &l, Max: &u}
+		c := result.Check{Min: &l, Max: &u}
 		if !(l <= run[0] && u >= run[1]) {
 			t.Errorf("runs %v: bounds [%v, %v] do not hold them", run, l, u)
 		}
@@ -244,7 +245,7 @@ func TestRuleBounds(t *testing.T) {
 			t.Errorf("runs %v: bounds [%v, %v] let a 2x change pass", run, l, u)
 		}
 	}
-	if slices.Contains([]bool{catchesTwofold(Check{Max: ptr(1.0)}, 0.6)}, true) {
+	if slices.Contains([]bool{catchesTwofold(result.Check{Max: ptr(1.0)}, 0.6)}, true) {
 		t.Error("a one-sided bound must not catch a halving")
 	}
 }

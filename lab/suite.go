@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -18,7 +19,7 @@ type SuiteEntry struct {
 	// run); Err why not; Skipped is set when it needs ../shared and that
 	// folder is absent.
 	Scenario *scenarios.Scenario
-	Result   *ScenarioResult
+	Result   *result.Run
 	Err      error
 	Skipped  bool
 	// Wall is the wall time the run took.

@@ -16,7 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/internal/schemaver"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/stats"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -60,13 +61,13 @@ type Evidence struct {
 	Ran time.Duration `json:"ran_ns"`
 	// Frames and Displayed count the frames sent and displayed; FPS is
 	// frames displayed per second; Freezes counts the pauses longer than
-	// the freeze threshold (lab.Summary).
+	// the freeze threshold (result.Summary).
 	Frames    int     `json:"frames"`
 	Displayed int     `json:"displayed"`
 	FPS       float64 `json:"fps"`
 	Freezes   int     `json:"freezes"`
 	// LatencyMedian, LatencyP95 and LatencyMax are the run's own figures
-	// (lab.Summary), from every displayed frame.
+	// (result.Summary), from every displayed frame.
 	LatencyMedian time.Duration `json:"latency_median_ns"`
 	LatencyP95    time.Duration `json:"latency_p95_ns"`
 	LatencyMax    time.Duration `json:"latency_max_ns"`
@@ -79,7 +80,7 @@ type Evidence struct {
 }
 
 // NewEvidence condenses a result.
-func NewEvidence(r *lab.ScenarioResult) Evidence {
+func NewEvidence(r *result.Run) Evidence {
 	s := r.Summary
 	var lat []float64
 	for _, f := range r.Frames {
@@ -119,7 +120,7 @@ func Fingerprint(sc *scenarios.Scenario) string {
 // ParseBaseline reads a baseline's JSON; name is used in errors.
 func ParseBaseline(name string, data []byte) (*Baseline, error) {
 	var b Baseline
-	if err := decode(name, data, BaselineSchema, &b); err != nil {
+	if err := schemaver.Decode(name, data, BaselineSchema, &b); err != nil {
 		return nil, err
 	}
 	if b.Scenario == "" {
@@ -177,7 +178,7 @@ func WriteBaselines(dir string, baselines []*Baseline, prune bool) (int64, error
 			return total, err
 		}
 		path := filepath.Join(dir, b.Scenario+".json")
-		if err := writeFile(path, data); err != nil {
+		if err := schemaver.WriteFile(path, data); err != nil {
 			return total, err
 		}
 		keep[filepath.Base(path)] = true

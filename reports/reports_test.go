@@ -11,19 +11,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/internal/schemaver"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
-// result makes a small result whose displayed frames have the given
+// newResult makes a small result whose displayed frames have the given
 // latencies, 1/60 s apart.
-func result(seed uint64, lat ...time.Duration) *lab.ScenarioResult {
-	r := &lab.ScenarioResult{Schema: lab.ResultSchema, Scenario: "s", Seed: seed, Duration: 10 * time.Second, Ran: 10 * time.Second}
+func newResult(seed uint64, lat ...time.Duration) *result.Run {
+	r := &result.Run{Schema: result.Version, Scenario: "s", Seed: seed, Duration: 10 * time.Second, Ran: 10 * time.Second}
 	for i, l := range lat {
 		at := time.Duration(i+1) * time.Second / 60
-		r.Frames = append(r.Frames, lab.FrameRecord{Seq: uint64(i), Captured: at, Displayed: at + l, Latency: l})
+		r.Frames = append(r.Frames, result.FrameRecord{Seq: uint64(i), Captured: at, Displayed: at + l, Latency: l})
 	}
-	r.Summary = lab.Summary{Frames: len(lat), Displayed: len(lat), FPS: float64(len(lat)) / 10}
+	r.Summary = result.Summary{Frames: len(lat), Displayed: len(lat), FPS: float64(len(lat)) / 10}
 	return r
 }
 
@@ -31,7 +32,7 @@ func TestSuiteAndResultRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	s := &Suite{Label: "as-written", Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Commit: "abc",
 		Seeds: []uint64{1, 2}, Config: map[string]string{"switches.old_capture_first": "true"},
-		Runs: []*lab.ScenarioResult{result(1, 10*time.Millisecond), result(2, 12*time.Millisecond)}}
+		Runs: []*result.Run{newResult(1, 10*time.Millisecond), newResult(2, 12*time.Millisecond)}}
 	path := filepath.Join(dir, "suite.json")
 	require.NoError(t, WriteSuite(path, s))
 	got, err := ReadSuite(path)
@@ -40,14 +41,14 @@ func TestSuiteAndResultRoundTrip(t *testing.T) {
 	require.Equal(t, s, got)
 
 	rp := filepath.Join(dir, "one.json")
-	require.NoError(t, WriteResult(rp, s.Runs[0]))
-	r, err := ReadResult(rp)
+	require.NoError(t, result.Write(rp, s.Runs[0]))
+	r, err := result.Read(rp)
 	require.NoError(t, err)
 	require.Equal(t, s.Runs[0], r)
 
 	bad := *s.Runs[0]
 	bad.Schema = "latencylab.result/v0"
-	require.ErrorContains(t, WriteResult(rp, &bad), "this lab writes")
+	require.ErrorContains(t, result.Write(rp, &bad), "this lab writes")
 }
 
 // Files of another schema are refused, each with a message that names the
@@ -62,23 +63,23 @@ func TestReadersRefuseOtherSchemas(t *testing.T) {
 		{`{"schema": "latencylab.suite/v1", "runs": [{"schema": "latencylab.result/v2"}]}`, `f.json: runs[0]: schema "latencylab.result/v2" (this lab reads "latencylab.result/v1")`},
 	} {
 		_, err := ParseSuite("f.json", []byte(c.data))
-		require.ErrorIs(t, err, ErrSchema, c.data)
+		require.ErrorIs(t, err, schemaver.ErrSchema, c.data)
 		require.ErrorContains(t, err, c.want)
-		var se *SchemaError
+		var se *schemaver.SchemaError
 		require.True(t, errors.As(err, &se))
 	}
-	_, err := ParseResult("r.json", []byte(`{"schema": "latencylab.result/v2"}`))
+	_, err := result.Parse("r.json", []byte(`{"schema": "latencylab.result/v2"}`))
 	require.EqualError(t, err, `r.json: schema "latencylab.result/v2" (this lab reads "latencylab.result/v1"): written by a newer lab; read it with that version`)
 	_, err = ParseBaseline("b.json", []byte(`{"schema": "latencylab.baseline/v0", "scenario": "x"}`))
-	require.ErrorIs(t, err, ErrSchema)
+	require.ErrorIs(t, err, schemaver.ErrSchema)
 	_, err = ParseSuite("f.json", []byte(`{"schema": `))
 	require.ErrorContains(t, err, "f.json: unexpected end of JSON input")
-	require.NotErrorIs(t, err, ErrSchema)
-	_, err = ParseResult("r.json", []byte(`{"schema": "latencylab.result/v1", "seed": "one"}`))
+	require.NotErrorIs(t, err, schemaver.ErrSchema)
+	_, err = result.Parse("r.json", []byte(`{"schema": "latencylab.result/v1", "seed": "one"}`))
 	require.ErrorContains(t, err, "r.json: json: cannot unmarshal")
 
 	// A field added to v1 later is read, not refused.
-	r, err := ParseResult("r.json", []byte(`{"schema": "latencylab.result/v1", "seed": 7, "new_field": 1}`))
+	r, err := result.Parse("r.json", []byte(`{"schema": "latencylab.result/v1", "seed": 7, "new_field": 1}`))
 	require.NoError(t, err)
 	require.Equal(t, uint64(7), r.Seed)
 }
@@ -88,8 +89,8 @@ func TestEvidence(t *testing.T) {
 	for i := range 600 {
 		lat = append(lat, time.Duration(10+i%20)*time.Millisecond)
 	}
-	r := result(3, lat...)
-	r.Summary.Freezes = []lab.Interval{{From: 0, To: time.Second}}
+	r := newResult(3, lat...)
+	r.Summary.Freezes = []result.Interval{{From: 0, To: time.Second}}
 	e := NewEvidence(r)
 	require.Equal(t, uint64(3), e.Seed)
 	require.Len(t, e.Latency, Quantiles)
@@ -99,10 +100,10 @@ func TestEvidence(t *testing.T) {
 	require.Equal(t, 60.0, e.FPS)
 
 	// Frames displayed after the run's end are not in its figures.
-	short := result(4, 5*time.Millisecond, 6*time.Millisecond)
+	short := newResult(4, 5*time.Millisecond, 6*time.Millisecond)
 	short.Ran = short.Frames[1].Displayed
 	require.Equal(t, []time.Duration{5 * time.Millisecond}, NewEvidence(short).Latency)
-	require.Equal(t, []time.Duration{}, NewEvidence(result(5)).Latency, "no frame: an empty list, not null")
+	require.Equal(t, []time.Duration{}, NewEvidence(newResult(5)).Latency, "no frame: an empty list, not null")
 }
 
 func TestBaselinesRoundTripAndPrune(t *testing.T) {
@@ -110,8 +111,8 @@ func TestBaselinesRoundTripAndPrune(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gone.json"), []byte(`{"schema": "latencylab.baseline/v1", "scenario": "gone"}`), 0o644))
 	bs := []*Baseline{
 		{Scenario: "a", Fingerprint: "f", Variant: "as-written", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Runs: []Evidence{NewEvidence(result(2, time.Millisecond)), NewEvidence(result(1, 2*time.Millisecond))}},
-		{Scenario: "b", Runs: []Evidence{NewEvidence(result(1))}},
+			Runs: []Evidence{NewEvidence(newResult(2, time.Millisecond)), NewEvidence(newResult(1, 2*time.Millisecond))}},
+		{Scenario: "b", Runs: []Evidence{NewEvidence(newResult(1))}},
 	}
 	n, err := WriteBaselines(dir, bs, false)
 	require.NoError(t, err)
@@ -162,7 +163,7 @@ func evidence(base time.Duration, offsets ...time.Duration) []Evidence {
 		for j := range 300 {
 			lat = append(lat, base+off+time.Duration(j%10)*100*time.Microsecond)
 		}
-		out = append(out, NewEvidence(result(uint64(i+1), lat...)))
+		out = append(out, NewEvidence(newResult(uint64(i+1), lat...)))
 	}
 	return out
 }
@@ -237,7 +238,7 @@ func TestCompareRule(t *testing.T) {
 }
 
 func FuzzParseBaseline(f *testing.F) {
-	b := &Baseline{Scenario: "a", Runs: []Evidence{NewEvidence(result(1, time.Millisecond))}}
+	b := &Baseline{Scenario: "a", Runs: []Evidence{NewEvidence(newResult(1, time.Millisecond))}}
 	data, err := encodeBaseline(b)
 	require.NoError(f, err)
 	f.Add(data)
@@ -267,7 +268,7 @@ func FuzzParseSuite(f *testing.F) {
 			return
 		}
 		for _, r := range s.Runs {
-			require.Equal(t, lab.ResultSchema, r.Schema)
+			require.Equal(t, result.Version, r.Schema)
 		}
 	})
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/schematest"
 )
 
@@ -15,12 +15,12 @@ import (
 func TestSchemaDocumentsEveryField(t *testing.T) {
 	doc, err := os.ReadFile("SCHEMA.md")
 	require.NoError(t, err)
-	fields := schematest.Fields(lab.ScenarioResult{}, Suite{}, Baseline{})
+	fields := schematest.Fields(result.Run{}, Suite{}, Baseline{})
 	require.Greater(t, len(fields), 100)
 	for _, f := range fields {
 		require.Contains(t, string(doc), "`"+f+"`", "SCHEMA.md does not document %q", f)
 	}
-	for _, s := range []string{lab.ResultSchema, SuiteSchema, BaselineSchema} {
+	for _, s := range []string{result.Version, SuiteSchema, BaselineSchema} {
 		require.Contains(t, string(doc), "## `"+s+"`")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
-	"github.com/nuvirahub/latencylab/reports"
+	"github.com/nuvirahub/latencylab/lab/result"
 )
 
 // openmetricsCmd exports a result file as OpenMetrics with timestamps, so
@@ -37,7 +37,7 @@ func openmetricsCmd(args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("openmetrics: -start: %w", err)
 	}
-	r, err := reports.ReadResult(fs.Arg(0))
+	r, err := result.Read(fs.Arg(0))
 	if err != nil {
 		return fmt.Errorf("openmetrics: %w", err)
 	}

@@ -11,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
-	"github.com/nuvirahub/latencylab/reports"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/plots"
 	"github.com/nuvirahub/latencylab/reports/render"
 )
@@ -28,7 +27,7 @@ func report(args []string, out io.Writer) error {
 	dir := fs.String("out", "out/report", "report folder: report.md, report.html and the plots")
 	fs.Usage = func() {
 		fmt.Fprintln(out, "usage: lab report [-out DIR] RESULT.json|FOLDER...")
-		fmt.Fprintln(out, "\nRenders lab results (schema "+lab.ResultSchema+", as make suite writes them) as report.md and report.html.")
+		fmt.Fprintln(out, "\nRenders lab results (schema "+result.Version+", as make suite writes them) as report.md and report.html.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -43,7 +42,7 @@ func report(args []string, out io.Writer) error {
 	}
 	var entries []reportEntry
 	for _, f := range files {
-		r, err := reports.ReadResult(f)
+		r, err := result.Read(f)
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
@@ -64,7 +63,7 @@ func report(args []string, out io.Writer) error {
 // reportEntry is one result file and the name the report gives it.
 type reportEntry struct {
 	file   string
-	result *lab.ScenarioResult
+	result *result.Run
 	label  string // the scenario, or scenario (file) when two share it
 	slug   string // the label as a file name, unique
 }
@@ -220,7 +219,7 @@ func millis(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()*1e3
 
 // checksCell says how many checks passed; a failure is strong, so it
 // stands out in a long table.
-func checksCell(r *lab.ScenarioResult) string {
+func checksCell(r *result.Run) string {
 	pass := 0
 	for _, c := range r.Checks {
 		if c.Pass {
@@ -269,7 +268,7 @@ func scenarioSection(e reportEntry) (render.Section, error) {
 		}
 		s.Tables = append(s.Tables, t)
 	}
-	one := map[string]*lab.ScenarioResult{e.label: r}
+	one := map[string]*result.Run{e.label: r}
 	over, err := plots.LatencyOverTime(e.label, one)
 	if err != nil {
 		return s, fmt.Errorf("report: %s: %w", e.file, err)

@@ -12,11 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/plots/plotstest"
 )
 
-func writeResult(t *testing.T, path string, r *lab.ScenarioResult) {
+func writeResult(t *testing.T, path string, r *result.Run) {
 	t.Helper()
 	data, err := json.MarshalIndent(r, "", " ")
 	require.NoError(t, err)
@@ -97,10 +97,10 @@ func TestReportRefusesWhatIsNotAResult(t *testing.T) {
 // Runs of one scenario from several files (seeds, variants) keep apart.
 func TestReportLabelsRunsOfOneScenario(t *testing.T) {
 	entries := []reportEntry{
-		{file: "a/x.json", result: &lab.ScenarioResult{Scenario: "lan"}},
-		{file: "b/y.json", result: &lab.ScenarioResult{Scenario: "lan"}},
-		{file: "b/lan-y.json", result: &lab.ScenarioResult{Scenario: "lan y"}},
-		{file: "c/odd name.json", result: &lab.ScenarioResult{}},
+		{file: "a/x.json", result: &result.Run{Scenario: "lan"}},
+		{file: "b/y.json", result: &result.Run{Scenario: "lan"}},
+		{file: "b/lan-y.json", result: &result.Run{Scenario: "lan y"}},
+		{file: "c/odd name.json", result: &result.Run{}},
 	}
 	label(entries)
 	var got [][2]string

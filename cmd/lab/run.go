@@ -19,7 +19,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/metrics"
-	"github.com/nuvirahub/latencylab/reports"
+	"github.com/nuvirahub/latencylab/lab/result"
 )
 
 const runUsage = `usage: lab run -scenario NAME|FILE [flags]
@@ -166,7 +166,7 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 	if res == nil {
 		return fmt.Errorf("run: %w", errors.Join(runErr, closeErr))
 	}
-	if err := reports.WriteResult(resultPath, res); err != nil {
+	if err := result.Write(resultPath, res); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	printRunSummary(out, res)
@@ -189,7 +189,7 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 }
 
 // printRunSummary prints a result's headline figures and its checks.
-func printRunSummary(out io.Writer, r *lab.ScenarioResult) {
+func printRunSummary(out io.Writer, r *result.Run) {
 	s := r.Summary
 	if r.Interrupted != "" {
 		fmt.Fprintf(out, "\nrun: interrupted after %v of %v (%s)\n", r.Ran.Round(time.Millisecond), r.Duration, r.Interrupted)

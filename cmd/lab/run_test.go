@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/lab/metrics"
-	"github.com/nuvirahub/latencylab/reports"
+	"github.com/nuvirahub/latencylab/lab/result"
 )
 
 // lab run as a new user runs it: a library scenario in real time with
@@ -67,7 +67,7 @@ func TestRunCommand(t *testing.T) {
 	require.Contains(t, text, "result in "+resultPath)
 	require.Contains(t, status.String(), "latency median (last 1s)")
 
-	res, err := reports.ReadResult(resultPath)
+	res, err := result.Read(resultPath)
 	require.NoError(t, err)
 	require.Equal(t, "lan-animation", res.Scenario)
 	require.Equal(t, 3*time.Second, res.Duration)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
 )
@@ -209,8 +209,8 @@ func compareDoc(run *CompareRun, sa []Session, seeds []uint64, commit string, be
 	return doc
 }
 
-func resultsOf(ss []*Session) []*lab.ScenarioResult {
-	var out []*lab.ScenarioResult
+func resultsOf(ss []*Session) []*result.Run {
+	var out []*result.Run
 	for _, s := range ss {
 		out = append(out, s.Result)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -41,7 +41,7 @@ type ScenarioJudgement struct {
 	// Baseline is what the runs were compared with (nil: none).
 	Baseline *reports.Baseline
 	// Results are the new runs that completed, Evidence their evidence.
-	Results  []*lab.ScenarioResult
+	Results  []*result.Run
 	Evidence []reports.Evidence
 	// Notes say what a reader must know to trust the verdicts: no
 	// baseline, a scenario changed since its baseline, failed runs.

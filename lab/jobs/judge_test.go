@@ -10,18 +10,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 )
 
 // fake is a result of scenario name whose 600 frames all take lat.
-func fake(name string, seed uint64, lat time.Duration) *lab.ScenarioResult {
-	r := &lab.ScenarioResult{Schema: lab.ResultSchema, Scenario: name, Seed: seed, Duration: 10 * time.Second, Ran: 10 * time.Second}
+func fake(name string, seed uint64, lat time.Duration) *result.Run {
+	r := &result.Run{Schema: result.Version, Scenario: name, Seed: seed, Duration: 10 * time.Second, Ran: 10 * time.Second}
 	for i := range 600 {
 		at := time.Duration(i+1) * time.Second / 60
-		r.Frames = append(r.Frames, lab.FrameRecord{Seq: uint64(i), Captured: at, Displayed: at + lat, Latency: lat})
+		r.Frames = append(r.Frames, result.FrameRecord{Seq: uint64(i), Captured: at, Displayed: at + lat, Latency: lat})
 	}
-	r.Summary = lab.Summary{Frames: 600, Displayed: 600, FPS: 60}
+	r.Summary = result.Summary{Frames: 600, Displayed: 600, FPS: 60}
 	return r
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/plots"
 	"github.com/nuvirahub/latencylab/reports/render"
@@ -109,7 +109,7 @@ func pooledSeconds(ev []reports.Evidence) []float64 {
 // and the new side's runs over time, plus, when there are results on
 // both sides, where each side's time goes stage by stage. A figure that
 // cannot be drawn is left out with a line saying why.
-func figures(scenario, labelA, labelB string, a, b []reports.Evidence, resultsA, resultsB []*lab.ScenarioResult) ([]render.Figure, []string) {
+func figures(scenario, labelA, labelB string, a, b []reports.Evidence, resultsA, resultsB []*result.Run) ([]render.Figure, []string) {
 	var figs []render.Figure
 	var notes []string
 	add := func(name, caption string, png []byte, err error) {
@@ -124,7 +124,7 @@ func figures(scenario, labelA, labelB string, a, b []reports.Evidence, resultsA,
 	})
 	add("cdf-"+scenario+".png", fmt.Sprintf("%s: latency CDF, %s against %s (each run's %d quantiles pooled)", scenario, labelB, labelA, reports.Quantiles), png, err)
 
-	over := map[string]*lab.ScenarioResult{}
+	over := map[string]*result.Run{}
 	for _, r := range resultsA {
 		over[fmt.Sprintf("%s seed %d", labelA, r.Seed)] = r
 		break // one of the other side's runs is enough to see the difference
@@ -137,7 +137,7 @@ func figures(scenario, labelA, labelB string, a, b []reports.Evidence, resultsA,
 		add("time-"+scenario+".png", fmt.Sprintf("%s: latency and bitrate over time, %s", scenario, strings.Join(slices.Sorted(maps.Keys(over)), ", ")), png, err)
 	}
 	if len(resultsA) > 0 && len(resultsB) > 0 {
-		png, err = plots.StageBreakdown(scenario+": where a frame's time goes", map[string]*lab.ScenarioResult{
+		png, err = plots.StageBreakdown(scenario+": where a frame's time goes", map[string]*result.Run{
 			labelA: resultsA[0], labelB: resultsB[0],
 		})
 		add("stages-"+scenario+".png", fmt.Sprintf("%s: median time per stage, seed %d of %s and seed %d of %s", scenario, resultsA[0].Seed, labelA, resultsB[0].Seed, labelB), png, err)

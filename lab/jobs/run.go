@@ -22,6 +22,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -57,7 +58,7 @@ type Session struct {
 	Variant  string
 	Scenario string
 	Seed     uint64
-	Result   *lab.ScenarioResult
+	Result   *result.Run
 	// Err is why there is no result, or why it is incomplete; Skipped
 	// says the scenario needs ../shared and it is absent.
 	Err     error

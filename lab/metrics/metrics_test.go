@@ -24,6 +24,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -43,7 +44,7 @@ controller: {kind: abr, bitrate: 4Mbit/s}
 // run is one run of squeezed with metrics, gathered inside the bubble
 // that made them.
 type run struct {
-	result     *lab.ScenarioResult
+	result     *result.Run
 	families   map[string]*dto.MetricFamily
 	exposition []byte // text format 0.0.4, as /metrics serves it by default
 	problems   []promlint.Problem
@@ -139,9 +140,9 @@ func TestSessionMetrics(t *testing.T) {
 	skips, drops := map[string]int{}, map[string]int{}
 	for _, e := range res.Events {
 		switch e.Kind {
-		case lab.EventSkip:
+		case result.EventSkip:
 			skips[e.Reason]++
-		case lab.EventDrop:
+		case result.EventDrop:
 			drops[e.Reason]++
 		}
 	}
@@ -162,7 +163,7 @@ func TestSessionMetrics(t *testing.T) {
 	}
 	require.Equal(t, float64(res.Targets[len(res.Targets)-1].Bps)/8, value(t, fams, metrics.ABRTargetRate))
 
-	for dir, total := range map[string]lab.LinkTotal{metrics.Up: res.Links.Up, metrics.Down: res.Links.Down} {
+	for dir, total := range map[string]result.LinkTotal{metrics.Up: res.Links.Up, metrics.Down: res.Links.Down} {
 		require.Equal(t, float64(total.DeliveredBytes), value(t, fams, metrics.LinkDeliveredBytes, "direction", dir), dir)
 		for reason, n := range total.Dropped {
 			require.Equal(t, float64(n), value(t, fams, metrics.LinkDroppedPackets, "direction", dir, "reason", reason), "%s %s", dir, reason)

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -34,7 +35,7 @@ type Item struct {
 
 // Result is the answer for an Item.
 type Result struct {
-	Result *lab.ScenarioResult `json:"result,omitempty"`
+	Result *result.Run `json:"result,omitempty"`
 	// Err is why there is no result or why it is incomplete; Skipped says
 	// the scenario needs ../shared and it is absent.
 	Err     string `json:"error,omitempty"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -140,7 +141,7 @@ func RunShard(t *testing.T, g Grid, i, n int, o RunOptions) (*Part, error) {
 			if s.Variant != p.ID {
 				return nil, fmt.Errorf("sweep: session of %s found among those of %s", s.Variant, p.ID)
 			}
-			run := measure(s, g.Warmup)
+			run := measureSession(s, g.Warmup)
 			part.Virtual += run.Ran
 			pr.Runs = append(pr.Runs, run)
 		}
@@ -149,8 +150,8 @@ func RunShard(t *testing.T, g Grid, i, n int, o RunOptions) (*Part, error) {
 	return part, nil
 }
 
-// measure takes Measures of one session over [warmup, end).
-func measure(s jobs.Session, warmup time.Duration) RunResult {
+// measureSession takes Measures of one session over [warmup, end).
+func measureSession(s jobs.Session, warmup time.Duration) RunResult {
 	run := RunResult{Scenario: s.Scenario, Seed: s.Seed, Wall: s.Wall, Measures: map[string]float64{}}
 	if s.Result != nil {
 		run.Ran = s.Result.Ran
@@ -162,7 +163,7 @@ func measure(s jobs.Session, warmup time.Duration) RunResult {
 		return run
 	}
 	for _, name := range Measures {
-		v, err := s.Result.Measure(name, warmup, 0)
+		v, err := measure.Of(s.Result, name, warmup, 0)
 		if err != nil {
 			if run.Missing == nil {
 				run.Missing = map[string]string{}

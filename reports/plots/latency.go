@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 )
 
 // Series is a labelled set of latencies, in seconds (the catalogue's
@@ -34,7 +34,7 @@ type Series struct {
 // Labels are drawn in sorted order, so a label keeps its colour from run
 // to run. An empty map is ErrNoData; results without samples draw empty
 // panels.
-func LatencyOverTime(title string, results map[string]*lab.ScenarioResult) ([]byte, error) {
+func LatencyOverTime(title string, results map[string]*result.Run) ([]byte, error) {
 	labels, err := sortedLabels(results)
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func LatencyOverTime(title string, results map[string]*lab.ScenarioResult) ([]by
 func ms(d time.Duration) float64 { return d.Seconds() * 1e3 }
 
 // latencyAxisLabel names the bucket's length when all results share it.
-func latencyAxisLabel(results map[string]*lab.ScenarioResult, labels []string) string {
+func latencyAxisLabel(results map[string]*result.Run, labels []string) string {
 	every := results[labels[0]].SampleEvery
 	for _, l := range labels[1:] {
 		if results[l].SampleEvery != every {
@@ -122,7 +122,7 @@ func latencyAxisLabel(results map[string]*lab.ScenarioResult, labels []string) s
 
 // latencySegments are the runs of buckets with a median, each point at its
 // bucket's middle; on a log axis a median of 0 cannot be drawn either.
-func latencySegments(series []lab.Point, logY bool) []plotter.XYs {
+func latencySegments(series []result.Point, logY bool) []plotter.XYs {
 	var segs []plotter.XYs
 	var cur plotter.XYs
 	for _, pt := range series {
@@ -151,7 +151,7 @@ func phaseStyle() draw.LineStyle {
 
 // addBitrates draws capacity, target and video sent; it tells whether it
 // drew anything.
-func addBitrates(p *plot.Plot, results map[string]*lab.ScenarioResult, labels []string, single bool) (bool, error) {
+func addBitrates(p *plot.Plot, results map[string]*result.Run, labels []string, single bool) (bool, error) {
 	drawn := false
 	// One capacity when the results share the network (a comparison of
 	// controllers over one scenario), one per result otherwise.
@@ -226,15 +226,15 @@ func addBitrates(p *plot.Plot, results map[string]*lab.ScenarioResult, labels []
 	return drawn, nil
 }
 
-func sameCapacity(a, b []lab.Point) bool {
-	return slices.EqualFunc(a, b, func(x, y lab.Point) bool {
+func sameCapacity(a, b []result.Point) bool {
+	return slices.EqualFunc(a, b, func(x, y result.Point) bool {
 		return x.From == y.From && x.To == y.To && x.Down.Capped == y.Down.Capped && x.Down.CapacityBps == y.Down.CapacityBps
 	})
 }
 
 // capacitySegments are the runs of buckets with a bottleneck, as steps:
 // a point at each bucket's start and one at the run's end.
-func capacitySegments(series []lab.Point) []plotter.XYs {
+func capacitySegments(series []result.Point) []plotter.XYs {
 	var segs []plotter.XYs
 	var cur plotter.XYs
 	closeRun := func(at time.Duration, v float64) {
@@ -263,7 +263,7 @@ func capacitySegments(series []lab.Point) []plotter.XYs {
 // exact to the instant, up to the end of the run; from the samples when
 // the result has no changes recorded. Changes before time zero (the
 // target the agent started with) count from zero.
-func targetSteps(r *lab.ScenarioResult) plotter.XYs {
+func targetSteps(r *result.Run) plotter.XYs {
 	end := r.Ran
 	if n := len(r.Series); n > 0 {
 		end = max(end, r.Series[n-1].To)
@@ -271,7 +271,7 @@ func targetSteps(r *lab.ScenarioResult) plotter.XYs {
 	var xys plotter.XYs
 	if len(r.Targets) > 0 {
 		ts := slices.Clone(r.Targets)
-		slices.SortStableFunc(ts, func(a, b lab.TargetRecord) int { return int(a.At - b.At) })
+		slices.SortStableFunc(ts, func(a, b result.TargetRecord) int { return int(a.At - b.At) })
 		for _, t := range ts {
 			at := max(t.At, 0)
 			if n := len(xys); n > 0 && xys[n-1].X == at.Seconds() {
@@ -293,7 +293,7 @@ func targetSteps(r *lab.ScenarioResult) plotter.XYs {
 }
 
 // sentSteps is the video handed to QUIC, bucket by bucket.
-func sentSteps(series []lab.Point) plotter.XYs {
+func sentSteps(series []result.Point) plotter.XYs {
 	var xys plotter.XYs
 	for _, pt := range series {
 		if pt.To <= pt.From || math.IsNaN(pt.SendBps) || math.IsInf(pt.SendBps, 0) {
@@ -309,7 +309,7 @@ func sentSteps(series []lab.Point) plotter.XYs {
 
 // phaseChanges are the instants after zero at which a result's downlink
 // changed phase, all results together, each once.
-func phaseChanges(results map[string]*lab.ScenarioResult, labels []string) []float64 {
+func phaseChanges(results map[string]*result.Run, labels []string) []float64 {
 	var xs []float64
 	for _, l := range labels {
 		for _, ph := range results[l].Network.Down {

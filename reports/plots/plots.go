@@ -21,7 +21,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 )
 
 // ErrNoData is returned when there is nothing at all to plot (no result,
@@ -357,7 +357,7 @@ func finite(vs []float64) []float64 {
 
 // sortedLabels are the map's labels in order, so colours and stacking do
 // not depend on map iteration; a nil result is an error.
-func sortedLabels(results map[string]*lab.ScenarioResult) ([]string, error) {
+func sortedLabels(results map[string]*result.Run) ([]string, error) {
 	if len(results) == 0 {
 		return nil, fmt.Errorf("%w: no result", ErrNoData)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/plots/plotstest"
 )
 
@@ -57,7 +57,7 @@ func countNear(img image.Image, c color.RGBA, tol int) int {
 	return n
 }
 
-func latencies(r *lab.ScenarioResult) []float64 {
+func latencies(r *result.Run) []float64 {
 	var v []float64
 	for _, f := range r.Frames {
 		if f.WasDisplayed() {
@@ -74,16 +74,16 @@ func TestFiguresDrawAndAreDeterministic(t *testing.T) {
 	pts := []Point{{10, 5, "a"}, {20, 8, "b"}, {15, 4, "c"}, {30, 9, "d"}, {25, 9.5, "e"}}
 	figures := map[string]func() ([]byte, error){
 		"latency one": func() ([]byte, error) {
-			return LatencyOverTime("drop", map[string]*lab.ScenarioResult{"wired": a})
+			return LatencyOverTime("drop", map[string]*result.Run{"wired": a})
 		},
 		"latency compare": func() ([]byte, error) {
-			return LatencyOverTime("wired vs wifi", map[string]*lab.ScenarioResult{"wired": a, "wifi": b})
+			return LatencyOverTime("wired vs wifi", map[string]*result.Run{"wired": a, "wifi": b})
 		},
 		"cdf": func() ([]byte, error) {
 			return LatencyCDF("latency", []Series{{"wired", latencies(a)}, {"wifi", latencies(b)}})
 		},
 		"stages": func() ([]byte, error) {
-			return StageBreakdown("stages", map[string]*lab.ScenarioResult{"wired": a, "wifi": b})
+			return StageBreakdown("stages", map[string]*result.Run{"wired": a, "wifi": b})
 		},
 		"pareto": func() ([]byte, error) {
 			return Pareto("sweep", "median latency (ms)", "bitrate (Mbit/s)", pts, ParetoFront(pts, true, false))
@@ -109,7 +109,7 @@ func TestFiguresDrawAndAreDeterministic(t *testing.T) {
 // order.
 func TestLatencyOverTimeColoursFollowSortedLabels(t *testing.T) {
 	a, b := plotstest.Result("wired", 0), plotstest.Result("wifi", 40*time.Millisecond)
-	data, err := LatencyOverTime("", map[string]*lab.ScenarioResult{"wired": a, "wifi": b})
+	data, err := LatencyOverTime("", map[string]*result.Run{"wired": a, "wifi": b})
 	require.NoError(t, err)
 	img := requirePlot(t, data)
 	require.Greater(t, countNear(img, palette[0], 8), 300)
@@ -120,7 +120,7 @@ func TestLatencyOverTimeColoursFollowSortedLabels(t *testing.T) {
 // Empty and broken input is an error or a plot that says "(no data)",
 // never a panic.
 func TestDegenerateInput(t *testing.T) {
-	empty := &lab.ScenarioResult{Schema: lab.ResultSchema, Scenario: "empty"}
+	empty := &result.Run{Schema: result.Version, Scenario: "empty"}
 	one := plotstest.Result("one", 0)
 	one.Series = one.Series[:1]
 	one.Frames = one.Frames[:1]
@@ -128,9 +128,9 @@ func TestDegenerateInput(t *testing.T) {
 
 	_, err := LatencyOverTime("x", nil)
 	require.ErrorIs(t, err, ErrNoData)
-	_, err = LatencyOverTime("x", map[string]*lab.ScenarioResult{"nil": nil})
+	_, err = LatencyOverTime("x", map[string]*result.Run{"nil": nil})
 	require.ErrorContains(t, err, `"nil" is nil`)
-	_, err = StageBreakdown("x", map[string]*lab.ScenarioResult{})
+	_, err = StageBreakdown("x", map[string]*result.Run{})
 	require.ErrorIs(t, err, ErrNoData)
 	_, err = LatencyCDF("x", nil)
 	require.ErrorIs(t, err, ErrNoData)
@@ -141,13 +141,13 @@ func TestDegenerateInput(t *testing.T) {
 
 	valid := map[string]func() ([]byte, error){
 		"latency of an empty result": func() ([]byte, error) {
-			return LatencyOverTime("empty", map[string]*lab.ScenarioResult{"empty": empty})
+			return LatencyOverTime("empty", map[string]*result.Run{"empty": empty})
 		},
 		"latency of one sample": func() ([]byte, error) {
-			return LatencyOverTime("one", map[string]*lab.ScenarioResult{"one": one})
+			return LatencyOverTime("one", map[string]*result.Run{"one": one})
 		},
 		"stages of an empty result": func() ([]byte, error) {
-			return StageBreakdown("empty", map[string]*lab.ScenarioResult{"empty": empty, "one": one})
+			return StageBreakdown("empty", map[string]*result.Run{"empty": empty, "one": one})
 		},
 		"cdf without values": func() ([]byte, error) {
 			return LatencyCDF("empty", []Series{{Label: "none"}, {Label: "nan", Values: []float64{math.NaN(), math.Inf(1)}}})
@@ -199,7 +199,7 @@ func TestStageMedians(t *testing.T) {
 	require.Equal(t, 34*time.Millisecond, latency)
 	require.Equal(t, r.Summary.Displayed, frames)
 
-	_, _, frames = StageMedians(&lab.ScenarioResult{})
+	_, _, frames = StageMedians(&result.Run{})
 	require.Zero(t, frames)
 }
 

@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 )
 
 // Stage is one part of a frame's way from capture to display, between two
@@ -19,16 +19,16 @@ import (
 type Stage struct {
 	Name string
 	// Of is the stage's duration for a displayed frame.
-	Of func(f lab.FrameRecord) time.Duration
+	Of func(f result.FrameRecord) time.Duration
 }
 
 // Stages are the parts StageBreakdown draws, in the frame's order. Each
 // ends where the next begins, so they add up to the frame's latency.
 var Stages = []Stage{
-	{"encode (incl. conversion)", func(f lab.FrameRecord) time.Duration { return f.EncodeEnd - f.Captured }},
-	{"waiting to send", func(f lab.FrameRecord) time.Duration { return f.Sent - f.EncodeEnd }},
-	{"network", func(f lab.FrameRecord) time.Duration { return f.Arrived - f.Sent }},
-	{"decode and display", func(f lab.FrameRecord) time.Duration { return f.Displayed - f.Arrived }},
+	{"encode (incl. conversion)", func(f result.FrameRecord) time.Duration { return f.EncodeEnd - f.Captured }},
+	{"waiting to send", func(f result.FrameRecord) time.Duration { return f.Sent - f.EncodeEnd }},
+	{"network", func(f result.FrameRecord) time.Duration { return f.Arrived - f.Sent }},
+	{"decode and display", func(f result.FrameRecord) time.Duration { return f.Displayed - f.Arrived }},
 }
 
 var stageColours = []color.Color{
@@ -41,7 +41,7 @@ var stageColours = []color.Color{
 // StageMedians are, for the frames of r that were displayed, the median
 // of each of Stages and of the whole latency, and how many frames that
 // was. A frame missing an instant (a broken record) is left out.
-func StageMedians(r *lab.ScenarioResult) (stages []time.Duration, latency time.Duration, frames int) {
+func StageMedians(r *result.Run) (stages []time.Duration, latency time.Duration, frames int) {
 	per := make([][]time.Duration, len(Stages))
 	var lat []time.Duration
 	for _, f := range r.Frames {
@@ -81,7 +81,7 @@ func medianDuration(ds []time.Duration) time.Duration {
 //
 // An empty map is ErrNoData; a result without displayed frames draws an
 // empty bar, its label saying so.
-func StageBreakdown(title string, results map[string]*lab.ScenarioResult) ([]byte, error) {
+func StageBreakdown(title string, results map[string]*result.Run) ([]byte, error) {
 	labels, err := sortedLabels(results)
 	if err != nil {
 		return nil, err

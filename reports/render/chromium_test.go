@@ -21,7 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/plots"
 	"github.com/nuvirahub/latencylab/reports/plots/plotstest"
 	"github.com/nuvirahub/latencylab/reports/render"
@@ -69,7 +69,7 @@ func colourfulPixels(img image.Image) (n int, box image.Rectangle) {
 func TestChromiumRendersTheFigures(t *testing.T) {
 	bin := chromium(t)
 	a := plotstest.Result("wired", 0)
-	fig, err := plots.LatencyOverTime("wired", map[string]*lab.ScenarioResult{"wired": a})
+	fig, err := plots.LatencyOverTime("wired", map[string]*result.Run{"wired": a})
 	require.NoError(t, err)
 	figImg, err := png.Decode(bytes.NewReader(fig))
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -19,24 +19,24 @@ import (
 // back by 7 s, while the target falls from 6 to 1.5 Mbit/s. Every 50th
 // frame is dropped; the frame captured at 9 s is followed by a 400 ms
 // freeze. The result has a passing and a failing check.
-func Result(name string, slow time.Duration) *lab.ScenarioResult {
+func Result(name string, slow time.Duration) *result.Run {
 	const fps = 30
-	every := lab.DefaultSampleEvery
+	every := result.DefaultSampleEvery
 	dur := 10 * time.Second
 	drop := 4 * time.Second
-	r := &lab.ScenarioResult{
-		Schema: lab.ResultSchema, Scenario: name, File: name + ".yaml",
+	r := &result.Run{
+		Schema: result.Version, Scenario: name, File: name + ".yaml",
 		Description: "synthetic: the downlink drops from 8 to 2 Mbit/s at 4 s",
 		Seed:        1, Duration: dur, Ran: dur, Refresh: 60,
 		FreezeThreshold: 150 * time.Millisecond, SampleEvery: every, Encoder: "model",
-		Network: lab.NetworkInfo{
-			Up: []lab.PhaseInfo{{At: 0, Description: "delay 10ms"}},
-			Down: []lab.PhaseInfo{
+		Network: result.NetworkInfo{
+			Up: []result.PhaseInfo{{At: 0, Description: "delay 10ms"}},
+			Down: []result.PhaseInfo{
 				{At: 0, Description: "rate 8 Mbit/s, delay 10ms", RateBps: 8e6},
 				{At: drop, Description: "rate 2 Mbit/s, delay 10ms", RateBps: 2e6},
 			},
 		},
-		Targets: []lab.TargetRecord{{At: -50 * time.Millisecond, Bps: 6e6}, {At: drop + 500*time.Millisecond, Bps: 1.5e6}},
+		Targets: []result.TargetRecord{{At: -50 * time.Millisecond, Bps: 6e6}, {At: drop + 500*time.Millisecond, Bps: 1.5e6}},
 	}
 	target := func(at time.Duration) int64 {
 		bps := r.Targets[0].Bps
@@ -61,7 +61,7 @@ func Result(name string, slow time.Duration) *lab.ScenarioResult {
 		if captured >= 9*time.Second && captured < 9*time.Second+400*time.Millisecond {
 			continue // the freeze: nothing captured
 		}
-		f := lab.FrameRecord{
+		f := result.FrameRecord{
 			Seq: uint64(i), Bytes: int(target(captured) / 8 / fps), Quality: 0.9,
 			Captured: captured, EncodeEnd: captured + 8*time.Millisecond,
 		}
@@ -79,7 +79,7 @@ func Result(name string, slow time.Duration) *lab.ScenarioResult {
 	var all []time.Duration
 	for from := time.Duration(0); from < dur; from += every {
 		to := from + every
-		pt := lab.Point{From: from, To: to, TargetBps: target(to)}
+		pt := result.Point{From: from, To: to, TargetBps: target(to)}
 		var lat []time.Duration
 		sent := 0
 		for _, f := range r.Frames {
@@ -101,20 +101,20 @@ func Result(name string, slow time.Duration) *lab.ScenarioResult {
 		if from >= drop {
 			capacity = 2e6
 		}
-		pt.Down = lab.LinkPoint{CapacityBps: capacity, Capped: true, ThroughputBps: min(capacity, pt.SendBps)}
+		pt.Down = result.LinkPoint{CapacityBps: capacity, Capped: true, ThroughputBps: min(capacity, pt.SendBps)}
 		r.Series = append(r.Series, pt)
 	}
 	slices.Sort(all)
 	q := func(p float64) time.Duration { return all[int(p*float64(len(all)-1))] }
-	r.Summary = lab.Summary{
+	r.Summary = result.Summary{
 		Frames: len(r.Frames), Displayed: len(all), FirstDisplay: r.Frames[0].Displayed,
-		Latency: lab.LatencySummary{Median: q(0.5), P95: q(0.95), P99: q(0.99), Min: all[0], Max: all[len(all)-1]},
+		Latency: result.LatencySummary{Median: q(0.5), P95: q(0.95), P99: q(0.99), Min: all[0], Max: all[len(all)-1]},
 		FPS:     float64(len(all)) / dur.Seconds(),
-		Freezes: []lab.Interval{{From: 9*time.Second - time.Second/fps, To: 9*time.Second + 400*time.Millisecond}},
+		Freezes: []result.Interval{{From: 9*time.Second - time.Second/fps, To: 9*time.Second + 400*time.Millisecond}},
 	}
 	r.Summary.FreezeLongest = r.Summary.Freezes[0].To - r.Summary.Freezes[0].From
 	limit, floor := 0.1, 35.0
-	r.Checks = []lab.Check{
+	r.Checks = []result.Check{
 		{Measure: "latency.median", Unit: scenarios.UnitDuration, To: dur, Max: &limit, Value: r.Summary.Latency.Median.Seconds(), Pass: r.Summary.Latency.Median.Seconds() <= limit, Line: 20},
 		{Measure: "fps", Unit: scenarios.UnitRatio, To: dur, Min: &floor, Value: r.Summary.FPS, Pass: r.Summary.FPS >= floor, Line: 21},
 	}

@@ -1,19 +1,25 @@
-package lab
+// Package result is the lab's result format, latencylab.result/v1: what
+// one run of a scenario measured, as per-frame records of the ground
+// truth, the viewer's drops and the agent's skips, the controller's
+// targets and decisions, a time series, the links' counters, a summary and
+// the scenario's expectations evaluated (Check). It reads and writes the
+// JSON form (Parse, Read, Write) and refuses another version of it.
+// reports/SCHEMA.md documents every field.
+//
+// Building a result from a session is the lab's job; taking measurements
+// from one is package measure's.
+package result
 
 import (
-	"slices"
 	"time"
-
-	"github.com/nuvirahub/latencylab/netem"
-	"github.com/nuvirahub/latencylab/scenarios"
 )
 
-// ResultSchema names the JSON form of ScenarioResult. A change that an
+// Version names the JSON form of Run. A change that an
 // older reader would misread (a field renamed, a unit changed) takes a new
 // version; adding a field does not.
-const ResultSchema = "latencylab.result/v1"
+const Version = "latencylab.result/v1"
 
-// A ScenarioResult is what one run of a scenario measured, in a form that
+// A Run is what one run of a scenario measured, in a form that
 // survives JSON: everything Measure needs is in it, so a result read back
 // from a file measures exactly as the fresh one.
 //
@@ -23,8 +29,8 @@ const ResultSchema = "latencylab.result/v1"
 // ends in _ns; rates are bits per second (_bps). Measurements and the
 // bounds of checks use the catalogue's units instead (seconds, bits/s,
 // fractions), as scenario files do.
-type ScenarioResult struct {
-	// Schema is ResultSchema.
+type Run struct {
+	// Schema is Version.
 	Schema string `json:"schema"`
 	// Scenario, File, Description, Findings and Groups are the scenario's.
 	Scenario    string   `json:"scenario"`
@@ -96,22 +102,6 @@ type StepRecord struct {
 	Start    time.Duration `json:"start_ns"`
 	Duration time.Duration `json:"duration_ns"`
 	Error    string        `json:"error,omitempty"`
-}
-
-// newPathRecord turns a session's connection into its record.
-func newPathRecord(pr *PathResult) *PathRecord {
-	if pr == nil {
-		return nil
-	}
-	rec := &PathRecord{Path: string(pr.Path), AgentPath: string(pr.AgentPath), Connect: pr.Connect, Steps: []StepRecord{}}
-	for _, st := range pr.Steps {
-		sr := StepRecord{Path: string(st.Path), Start: st.Start.Sub(pr.Steps[0].Start), Duration: st.Duration()}
-		if st.Err != nil {
-			sr.Error = st.Err.Error()
-		}
-		rec.Steps = append(rec.Steps, sr)
-	}
-	return rec
 }
 
 // ProbeAttempt is one encoder the agent's start-up probe tried (N5).
@@ -314,228 +304,13 @@ type Recovery struct {
 }
 
 // Passed tells whether every check passed (and none failed to measure).
-func (r *ScenarioResult) Passed() bool {
+func (r *Run) Passed() bool {
 	for _, c := range r.Checks {
 		if !c.Pass {
 			return false
 		}
 	}
 	return true
-}
-
-// DefaultSampleEvery is the period of a result's time series: the viewer's
-// report period (N1), so the series sees what the controller sees.
-const DefaultSampleEvery = 250 * time.Millisecond
-
-// freezeThreshold is max(150 ms, 3 frame intervals at refresh Hz).
-func freezeThreshold(refresh float64) time.Duration {
-	return max(150*time.Millisecond, time.Duration(3*float64(time.Second)/refresh))
-}
-
-// newScenarioResult turns a session's raw result into a scenario's.
-func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted error) *ScenarioResult {
-	start := res.Start
-	off := func(t time.Time) time.Duration {
-		if t.IsZero() {
-			return 0
-		}
-		return t.Sub(start)
-	}
-	r := &ScenarioResult{
-		Schema:          ResultSchema,
-		Scenario:        sc.Name,
-		File:            sc.File,
-		Description:     sc.Description,
-		Findings:        slices.Clone(sc.Findings),
-		Groups:          slices.Clone(sc.Groups),
-		Seed:            sc.Seed,
-		Duration:        sc.Duration,
-		Ran:             min(sc.Duration, max(0, res.End.Sub(start))),
-		Handshake:       res.Handshake,
-		Late:            res.Late,
-		Refresh:         p.refresh,
-		FreezeThreshold: freezeThreshold(p.refresh),
-		SampleEvery:     p.session.SampleEvery,
-		Probe:           []ProbeAttempt{},
-		Network:         p.network,
-		Frames:          make([]FrameRecord, 0, len(res.Frames)),
-		Events:          make([]EventRecord, 0, len(res.Events)),
-		Targets:         make([]TargetRecord, 0, len(res.Targets)),
-		Series:          []Point{},
-		Checks:          []Check{},
-		Path:            newPathRecord(res.Path),
-	}
-	if r.Network.Up == nil {
-		r.Network.Up = []PhaseInfo{}
-	}
-	if r.Network.Down == nil {
-		r.Network.Down = []PhaseInfo{}
-	}
-	if interrupted != nil {
-		r.Interrupted = interrupted.Error()
-	}
-	for _, a := range res.Probe {
-		pa := ProbeAttempt{Name: a.Name, Hardware: a.Hardware, Took: a.Took}
-		if a.Err != nil {
-			pa.Error = a.Err.Error()
-		} else {
-			r.Encoder = a.Name
-		}
-		r.Probe = append(r.Probe, pa)
-	}
-	for _, f := range res.Frames {
-		fr := FrameRecord{
-			Seq: f.Seq, Pass: f.Pass, Keyframe: f.Keyframe, Bytes: f.Bytes, Quality: f.Quality,
-			Captured: off(f.Captured), EncodeEnd: off(f.EncodeEnd), Sent: off(f.Sent),
-			Arrived: off(f.Arrived), Displayed: off(f.Displayed),
-			Latency: f.Latency(), Network: f.Network(),
-			Estimate: f.Estimated, EstimateNetwork: f.EstimatedNetwork,
-			Dropped: f.Dropped,
-		}
-		r.Frames = append(r.Frames, fr)
-	}
-	for _, e := range res.Events {
-		r.Events = append(r.Events, EventRecord{At: off(e.At), Kind: e.Kind, Reason: e.Reason, Seq: e.Seq})
-	}
-	if p.decisions != nil {
-		r.Decisions = p.decisions(start)
-	}
-	for _, t := range res.Targets {
-		r.Targets = append(r.Targets, TargetRecord{At: off(t.At), Bps: t.Bps})
-	}
-	r.Series = buildSeries(r, p, res.Samples, off)
-	r.Links = linkTotals(res)
-	r.Summary = r.summarise()
-	r.Checks = r.Evaluate(sc.Expect)
-	return r
-}
-
-// buildSeries makes a point of every interval between two samples.
-func buildSeries(r *ScenarioResult, p *plan, samples []Sample, off func(time.Time) time.Duration) []Point {
-	out := []Point{}
-	byDisplay := r.displayed()
-	for i := 1; i < len(samples); i++ {
-		a, b := off(samples[i-1].At), off(samples[i].At)
-		if b <= a {
-			continue
-		}
-		secs := (b - a).Seconds()
-		pt := Point{From: a, To: b}
-		lat := latencies(framesIn(byDisplay, a, b, displayedAt))
-		pt.Displayed = len(lat)
-		if len(lat) > 0 {
-			pt.LatencyMedian = quantile(lat, 0.5)
-		}
-		pt.TargetBps, _ = r.targetAt(b)
-		var sent int64
-		for _, f := range r.Frames {
-			if f.Sent > 0 && f.Sent >= a && f.Sent < b {
-				sent += int64(f.Bytes)
-			}
-		}
-		pt.SendBps = float64(sent*8) / secs
-		pt.Up = linkPoint(samples[i-1].Uplink, samples[i].Uplink, p.up, a, b)
-		pt.Down = linkPoint(samples[i-1].Downlink, samples[i].Downlink, p.down, a, b)
-		out = append(out, pt)
-	}
-	return out
-}
-
-func linkPoint(prev, cur netem.Stats, caps []capPhase, a, b time.Duration) LinkPoint {
-	lp := LinkPoint{QueueBytes: int64(cur.Backlog.Bytes)}
-	if n := cur.Queued.Packets - prev.Queued.Packets; n > 0 {
-		lp.QueueDelay = (cur.Queued.Total - prev.Queued.Total) / time.Duration(n)
-	}
-	lp.ThroughputBps = float64((cur.Delivered.Bytes-prev.Delivered.Bytes)*8) / (b - a).Seconds()
-	bits, capped := capacity(caps, a, b)
-	lp.CapacityBps, lp.Capped = bits/(b-a).Seconds(), capped > 0
-	return lp
-}
-
-// linkTotals are the links' counters from the first sample (time zero) to
-// the last, so the handshake before time zero does not count.
-func linkTotals(res *Result) LinkTotals {
-	up, down := res.Uplink, res.Downlink
-	var up0, down0 netem.Stats
-	if n := len(res.Samples); n > 0 {
-		up0, down0 = res.Samples[0].Uplink, res.Samples[0].Downlink
-		up, down = res.Samples[n-1].Uplink, res.Samples[n-1].Downlink
-	}
-	return LinkTotals{Up: linkTotal(up0, up), Down: linkTotal(down0, down)}
-}
-
-func linkTotal(from, to netem.Stats) LinkTotal {
-	t := LinkTotal{
-		OfferedPackets:   to.Offered.Packets - from.Offered.Packets,
-		OfferedBytes:     to.Offered.Bytes - from.Offered.Bytes,
-		DeliveredPackets: to.Delivered.Packets - from.Delivered.Packets,
-		DeliveredBytes:   to.Delivered.Bytes - from.Delivered.Bytes,
-		Dropped:          map[string]uint64{},
-		QueueMax:         to.Queued.Max,
-	}
-	for reason, c := range to.Dropped {
-		if n := c.Packets - from.Dropped[reason].Packets; n > 0 {
-			t.Dropped[string(reason)] = n
-		}
-	}
-	if n := to.Queued.Packets - from.Queued.Packets; n > 0 {
-		t.QueueMean = (to.Queued.Total - from.Queued.Total) / time.Duration(n)
-	}
-	return t
-}
-
-// summarise computes the summary over the whole session. A figure that
-// cannot be measured (no frame displayed, say) stays zero.
-func (r *ScenarioResult) summarise() Summary {
-	from, to := time.Duration(0), r.Ran
-	s := Summary{
-		Frames:   len(r.Frames),
-		Skipped:  map[string]int{},
-		Dropped:  map[string]int{},
-		Freezes:  []Interval{},
-		Recovery: []Recovery{},
-	}
-	w := r.window(from, to)
-	disp := w.displayedFrames()
-	s.Displayed = len(disp)
-	if len(disp) > 0 {
-		s.FirstDisplay = disp[0].Displayed
-		lat := latencies(disp)
-		s.Latency = LatencySummary{Median: quantile(lat, 0.5), P95: quantile(lat, 0.95), P99: quantile(lat, 0.99), Min: lat[0], Max: lat[len(lat)-1]}
-	}
-	if v, err := w.networkMedian(); err == nil {
-		s.NetworkMedian = v
-	}
-	if v, err := w.estimateErrorMax(); err == nil {
-		s.EstimateErrorMax = v
-	}
-	s.FPS = float64(len(disp)) / w.length().Seconds()
-	if fz, longest, err := w.freezes(); err == nil {
-		s.Freezes, s.FreezeLongest = fz, longest
-	}
-	for _, e := range w.events() {
-		switch e.Kind {
-		case EventSkip:
-			s.Skipped[e.Reason]++
-		case EventDrop:
-			s.Dropped[e.Reason]++
-		}
-	}
-	s.BitrateMean = w.bitrateMean()
-	if v, err := w.bitrateMin(); err == nil {
-		s.BitrateMin = v
-	}
-	if v, err := w.qualityFinal(); err == nil {
-		s.QualityFinal = v
-	}
-	s.Refinements = w.refinements()
-	if v, err := w.utilisation(); err == nil {
-		s.Utilisation = &v
-	}
-	if rec, err := w.recoveries(); err == nil {
-		s.Recovery = rec
-	}
-	return s
 }
 
 // DecisionRecord is one change an adaptive controller made to the bitrate.
@@ -556,3 +331,13 @@ type DecisionRecord struct {
 	Threshold time.Duration `json:"threshold_ns,omitempty"`
 	Received  int64         `json:"received_bps,omitempty"`
 }
+
+// FreezeAfter is the freeze threshold for a display refreshing at refresh
+// Hz: max(150 ms, 3 frame intervals).
+func FreezeAfter(refresh float64) time.Duration {
+	return max(150*time.Millisecond, time.Duration(3*float64(time.Second)/refresh))
+}
+
+// DefaultSampleEvery is the period of a result's time series: the viewer's
+// report period (N1), so the series sees what the controller sees.
+const DefaultSampleEvery = 250 * time.Millisecond

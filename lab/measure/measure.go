@@ -1,4 +1,11 @@
-package lab
+// Package measure takes the measurements of the scenario catalogue
+// (scenarios.Measurements) from a result over any window (Of), evaluates a
+// scenario's expectations (Evaluate) and computes a result's summary
+// (Summarise). It reads only the result, so a result read back from its
+// JSON file measures exactly as the fresh one.
+//
+// Every quantile the lab reports is Quantile's nearest rank.
+package measure
 
 import (
 	"errors"
@@ -9,13 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // Errors of Measure.
 var (
-	// ErrUnknownMeasure: the name is not in scenarios.Measurements.
-	ErrUnknownMeasure = errors.New("lab: unknown measurement")
+	// ErrUnknown: the name is not in scenarios.Measurements.
+	ErrUnknown = errors.New("lab: unknown measurement")
 	// ErrNoData: the window holds nothing the measurement can be taken
 	// on (no frame displayed, no bottleneck, no network change).
 	ErrNoData = errors.New("lab: nothing to measure")
@@ -23,7 +31,7 @@ var (
 	ErrWindow = errors.New("lab: bad window")
 )
 
-// Recovery's parameters: the latency of a second, back within 20% of the
+// result.Recovery's parameters: the latency of a second, back within 20% of the
 // second before the change, looked for every 10 ms.
 const (
 	recoverySpan  = time.Second
@@ -44,21 +52,21 @@ const (
 // drops count by their instant.
 //
 // Percentiles are nearest-rank (the median of an even count is the lower
-// middle, as Median). Measure returns ErrUnknownMeasure for a name not in
+// middle). Of returns ErrUnknown for a name not in
 // the catalogue, ErrNoData (wrapped, saying what is missing) when the
 // window holds nothing to measure, and ErrWindow for an empty window.
-func (r *ScenarioResult) Measure(name string, from, to time.Duration) (float64, error) {
+func Of(r *result.Run, name string, from, to time.Duration) (float64, error) {
 	if _, ok := scenarios.LookupMeasurement(name); !ok {
-		return 0, fmt.Errorf("%w %q", ErrUnknownMeasure, name)
+		return 0, fmt.Errorf("%w %q", ErrUnknown, name)
 	}
-	if v, ok, err := r.measurePath(name); ok {
+	if v, ok, err := measurePath(r, name); ok {
 		return v, err
 	}
-	from, to, err := r.resolve(from, to)
+	from, to, err := resolve(r, from, to)
 	if err != nil {
 		return 0, err
 	}
-	w := r.window(from, to)
+	w := newWindow(r, from, to)
 	seconds := func(d time.Duration, err error) (float64, error) { return d.Seconds(), err }
 	switch name {
 	case "latency.median":
@@ -78,9 +86,9 @@ func (r *ScenarioResult) Measure(name string, from, to time.Duration) (float64, 
 	case "frames.displayed":
 		return float64(len(w.displayedFrames())), nil
 	case "frames.skipped":
-		return float64(w.count(EventSkip, "")), nil
+		return float64(w.count(result.EventSkip, "")), nil
 	case "frames.dropped":
-		return float64(w.count(EventDrop, "")), nil
+		return float64(w.count(result.EventDrop, "")), nil
 	case "fps":
 		return float64(len(w.displayedFrames())) / w.length().Seconds(), nil
 	case "freezes":
@@ -101,9 +109,9 @@ func (r *ScenarioResult) Measure(name string, from, to time.Duration) (float64, 
 	case "utilisation":
 		return w.utilisation()
 	case "time-to-low-latency":
-		return r.timeUntil(from, to, "latency.median", func(v float64) bool { return v < 0.100 })
+		return timeUntil(r, from, to, "latency.median", func(v float64) bool { return v < 0.100 })
 	case "time-to-full-use":
-		return r.timeUntil(from, to, "utilisation", func(v float64) bool { return v >= 0.90 })
+		return timeUntil(r, from, to, "utilisation", func(v float64) bool { return v >= 0.90 })
 	case "recovery":
 		rec, err := w.recoveries()
 		if err != nil {
@@ -118,18 +126,18 @@ func (r *ScenarioResult) Measure(name string, from, to time.Duration) (float64, 
 	// The catalogue names skips and drops by reason: the reason is the
 	// rest of the name, as the agent and viewer record it.
 	if reason, ok := strings.CutPrefix(name, "frames.skipped."); ok {
-		return float64(w.count(EventSkip, reason)), nil
+		return float64(w.count(result.EventSkip, reason)), nil
 	}
 	if reason, ok := strings.CutPrefix(name, "frames.dropped."); ok {
-		return float64(w.count(EventDrop, reason)), nil
+		return float64(w.count(result.EventDrop, reason)), nil
 	}
 	// In the catalogue but not here: the catalogue grew without the lab.
-	return 0, fmt.Errorf("%w %q: in the catalogue but not computed by the lab", ErrUnknownMeasure, name)
+	return 0, fmt.Errorf("%w %q: in the catalogue but not computed by the lab", ErrUnknown, name)
 }
 
 // resolve applies the defaults of a window: to 0 is the end, and the
 // window stops at the end of what ran.
-func (r *ScenarioResult) resolve(from, to time.Duration) (time.Duration, time.Duration, error) {
+func resolve(r *result.Run, from, to time.Duration) (time.Duration, time.Duration, error) {
 	if to <= 0 || to > r.Ran {
 		to = r.Ran
 	}
@@ -141,11 +149,11 @@ func (r *ScenarioResult) resolve(from, to time.Duration) (time.Duration, time.Du
 
 // window is [from, to) of a result.
 type window struct {
-	r        *ScenarioResult
+	r        *result.Run
 	from, to time.Duration
 }
 
-func (r *ScenarioResult) window(from, to time.Duration) window {
+func newWindow(r *result.Run, from, to time.Duration) window {
 	return window{r: r, from: from, to: to}
 }
 
@@ -155,29 +163,35 @@ func (w window) in(t time.Duration) bool { return t >= w.from && t < w.to }
 
 func (w window) String() string { return fmt.Sprintf("[%v, %v)", w.from, w.to) }
 
-// displayed returns the displayed frames in order of display.
-func (r *ScenarioResult) displayed() []FrameRecord {
-	var out []FrameRecord
+// Displayed returns the displayed frames in order of display.
+func Displayed(r *result.Run) []result.FrameRecord {
+	var out []result.FrameRecord
 	for _, f := range r.Frames {
 		if f.WasDisplayed() {
 			out = append(out, f)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b FrameRecord) int { return int(a.Displayed - b.Displayed) })
+	slices.SortStableFunc(out, func(a, b result.FrameRecord) int { return int(a.Displayed - b.Displayed) })
 	return out
 }
 
-func displayedAt(f FrameRecord) time.Duration { return f.Displayed }
+func displayedAt(f result.FrameRecord) time.Duration { return f.Displayed }
+
+// DisplayedIn returns the frames of fs (sorted by display, as Displayed
+// returns them) displayed in [a, b).
+func DisplayedIn(fs []result.FrameRecord, a, b time.Duration) []result.FrameRecord {
+	return framesIn(fs, a, b, displayedAt)
+}
 
 // framesIn returns the frames of fs (sorted by key) whose key is in [a, b).
-func framesIn(fs []FrameRecord, a, b time.Duration, key func(FrameRecord) time.Duration) []FrameRecord {
+func framesIn(fs []result.FrameRecord, a, b time.Duration, key func(result.FrameRecord) time.Duration) []result.FrameRecord {
 	lo := sort.Search(len(fs), func(i int) bool { return key(fs[i]) >= a })
 	hi := sort.Search(len(fs), func(i int) bool { return key(fs[i]) >= b })
 	return fs[lo:max(lo, hi)]
 }
 
-// latencies returns the frames' true latencies, sorted.
-func latencies(fs []FrameRecord) []time.Duration {
+// Latencies returns the frames' true latencies, sorted.
+func Latencies(fs []result.FrameRecord) []time.Duration {
 	out := make([]time.Duration, len(fs))
 	for i, f := range fs {
 		out[i] = f.Latency
@@ -186,24 +200,24 @@ func latencies(fs []FrameRecord) []time.Duration {
 	return out
 }
 
-// quantile is the nearest-rank p-quantile of sorted values: the smallest
+// Quantile is the nearest-rank p-quantile of sorted values: the smallest
 // value with at least a fraction p of the values at or below it (p 0 is
 // the minimum). The tolerance keeps 0.95 x 100 from rounding up to 96.
-func quantile(sorted []time.Duration, p float64) time.Duration {
+func Quantile(sorted []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p*float64(len(sorted))-1e-9)) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-func (w window) displayedFrames() []FrameRecord {
-	return framesIn(w.r.displayed(), w.from, w.to, displayedAt)
+func (w window) displayedFrames() []result.FrameRecord {
+	return framesIn(Displayed(w.r), w.from, w.to, displayedAt)
 }
 
 func (w window) latencyQuantile(p float64) (time.Duration, error) {
-	lat := latencies(w.displayedFrames())
+	lat := Latencies(w.displayedFrames())
 	if len(lat) == 0 {
 		return 0, fmt.Errorf("%w: no frame displayed in %v", ErrNoData, w)
 	}
-	return quantile(lat, p), nil
+	return Quantile(lat, p), nil
 }
 
 func (w window) networkMedian() (time.Duration, error) {
@@ -217,14 +231,14 @@ func (w window) networkMedian() (time.Duration, error) {
 		return 0, fmt.Errorf("%w: no frame arrived in %v", ErrNoData, w)
 	}
 	slices.Sort(ds)
-	return quantile(ds, 0.5), nil
+	return Quantile(ds, 0.5), nil
 }
 
 func (w window) estimateErrorMax() (time.Duration, error) {
 	worst, n := time.Duration(0), 0
 	for _, f := range w.displayedFrames() {
 		if f.Estimate == 0 {
-			continue // displayed before the viewer's first clock exchange
+			continue // Displayed before the viewer's first clock exchange
 		}
 		worst, n = max(worst, (f.Estimate-f.Latency).Abs()), n+1
 	}
@@ -235,8 +249,8 @@ func (w window) estimateErrorMax() (time.Duration, error) {
 }
 
 // events returns the events in the window.
-func (w window) events() []EventRecord {
-	var out []EventRecord
+func (w window) events() []result.EventRecord {
+	var out []result.EventRecord
 	for _, e := range w.r.Events {
 		if w.in(e.At) {
 			out = append(out, e)
@@ -261,12 +275,12 @@ func (w window) count(kind, reason string) int {
 // the end of the session (an image frozen until the end is frozen too).
 // The wait for the first frame is start-up, not a freeze. It returns the
 // pauses longer than the freeze threshold and the longest pause.
-func (w window) freezes() ([]Interval, time.Duration, error) {
-	return w.r.pauses(w.r.displayed(), w.from, w.to)
+func (w window) freezes() ([]result.Interval, time.Duration, error) {
+	return pauses(w.r, Displayed(w.r), w.from, w.to)
 }
 
 // pauses is freezes over disp, the displayed frames in order of display.
-func (r *ScenarioResult) pauses(disp []FrameRecord, from, to time.Duration) ([]Interval, time.Duration, error) {
+func pauses(r *result.Run, disp []result.FrameRecord, from, to time.Duration) ([]result.Interval, time.Duration, error) {
 	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= to })
 	if n == 0 {
 		return nil, 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, to)
@@ -274,7 +288,7 @@ func (r *ScenarioResult) pauses(disp []FrameRecord, from, to time.Duration) ([]I
 	// Only the pause that contains from and those after it can reach into
 	// the window.
 	first := max(0, sort.Search(n, func(i int) bool { return disp[i].Displayed > from })-1)
-	out := []Interval{}
+	out := []result.Interval{}
 	var longest time.Duration
 	for i := first; i < n; i++ {
 		a, b := disp[i].Displayed, r.Ran
@@ -287,7 +301,7 @@ func (r *ScenarioResult) pauses(disp []FrameRecord, from, to time.Duration) ([]I
 		}
 		longest = max(longest, hi-lo)
 		if hi-lo > r.FreezeThreshold {
-			out = append(out, Interval{From: lo, To: hi})
+			out = append(out, result.Interval{From: lo, To: hi})
 		}
 	}
 	return out, longest, nil
@@ -305,8 +319,8 @@ func (w window) bitrateMean() float64 {
 	return float64(bytes*8) / w.length().Seconds()
 }
 
-// targetAt is the controller's bitrate at t.
-func (r *ScenarioResult) targetAt(t time.Duration) (int64, bool) {
+// TargetAt is the controller's bitrate at t.
+func TargetAt(r *result.Run, t time.Duration) (int64, bool) {
 	i := sort.Search(len(r.Targets), func(i int) bool { return r.Targets[i].At > t })
 	if i == 0 {
 		return 0, false
@@ -317,7 +331,7 @@ func (r *ScenarioResult) targetAt(t time.Duration) (int64, bool) {
 // bitrateMin is the lowest bitrate the controller asked for during the
 // window: the one in force at its start and every later change in it.
 func (w window) bitrateMin() (int64, error) {
-	b, ok := w.r.targetAt(w.from)
+	b, ok := TargetAt(w.r, w.from)
 	for _, t := range w.r.Targets {
 		if t.At > w.from && t.At < w.to && (!ok || t.Bps < b) {
 			b, ok = t.Bps, true
@@ -333,7 +347,7 @@ func (w window) bitrateMin() (int64, error) {
 // end of the window: the last frame displayed before it ends, even if
 // that was before the window began (a still screen shows it still).
 func (w window) qualityFinal() (float64, error) {
-	disp := w.r.displayed()
+	disp := Displayed(w.r)
 	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= w.to })
 	if n == 0 {
 		return 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, w.to)
@@ -386,23 +400,23 @@ func (w window) utilisation() (float64, error) {
 
 // changes lists the instants at which a direction's network phase changes,
 // merged across directions.
-func (r *ScenarioResult) changes() []Recovery {
-	var out []Recovery
-	add := func(dir string, phases []PhaseInfo) {
+func changes(r *result.Run) []result.Recovery {
+	var out []result.Recovery
+	add := func(dir string, phases []result.PhaseInfo) {
 		for _, ph := range phases {
 			if ph.At <= 0 {
 				continue
 			}
-			if i := slices.IndexFunc(out, func(c Recovery) bool { return c.At == ph.At }); i >= 0 {
+			if i := slices.IndexFunc(out, func(c result.Recovery) bool { return c.At == ph.At }); i >= 0 {
 				out[i].Direction = "both"
 				continue
 			}
-			out = append(out, Recovery{At: ph.At, Direction: dir})
+			out = append(out, result.Recovery{At: ph.At, Direction: dir})
 		}
 	}
 	add("down", r.Network.Down)
 	add("up", r.Network.Up)
-	slices.SortFunc(out, func(a, b Recovery) int { return int(a.At - b.At) })
+	slices.SortFunc(out, func(a, b result.Recovery) int { return int(a.At - b.At) })
 	return out
 }
 
@@ -417,17 +431,17 @@ func (r *ScenarioResult) changes() []Recovery {
 // the few fresh frames after a blackout would call the second good while
 // the image stood still for most of it. A change that never recovers
 // before the window ends counts the time to the end.
-func (w window) recoveries() ([]Recovery, error) {
-	disp := w.r.displayed()
+func (w window) recoveries() ([]result.Recovery, error) {
+	disp := Displayed(w.r)
 	median := func(a, b time.Duration) (time.Duration, bool) {
 		fs := framesIn(disp, a, b, displayedAt)
 		if len(fs) == 0 {
 			return 0, false
 		}
-		return quantile(latencies(fs), 0.5), true
+		return Quantile(Latencies(fs), 0.5), true
 	}
-	var out []Recovery
-	for _, c := range w.r.changes() {
+	var out []result.Recovery
+	for _, c := range changes(w.r) {
 		if !w.in(c.At) {
 			continue
 		}
@@ -448,7 +462,7 @@ func (w window) recoveries() ([]Recovery, error) {
 			if m, ok := median(a, b); !ok || m > limit {
 				continue
 			}
-			if fz, _, err := w.r.pauses(disp, a, b); err != nil || len(fz) > 0 {
+			if fz, _, err := pauses(w.r, disp, a, b); err != nil || len(fz) > 0 {
 				continue
 			}
 			c.Recovered, c.After = true, s
@@ -465,13 +479,13 @@ func (w window) recoveries() ([]Recovery, error) {
 // timeUntil is how long after from the first one-second span starts (spans
 // step by the sample period) in which the measurement meets good; ErrNoData
 // if none does before to.
-func (r *ScenarioResult) timeUntil(from, to time.Duration, name string, good func(float64) bool) (float64, error) {
+func timeUntil(r *result.Run, from, to time.Duration, name string, good func(float64) bool) (float64, error) {
 	step := r.SampleEvery
 	if step <= 0 {
-		step = DefaultSampleEvery
+		step = result.DefaultSampleEvery
 	}
 	for t := from; t+time.Second <= to; t += step {
-		v, err := r.Measure(name, t, t+time.Second)
+		v, err := Of(r, name, t, t+time.Second)
 		if err == nil && good(v) {
 			return (t - from).Seconds(), nil
 		}
@@ -482,7 +496,7 @@ func (r *ScenarioResult) timeUntil(from, to time.Duration, name string, good fun
 // measurePath computes the path measurements, which describe how the
 // session connected rather than a window of it; ok is false for any other
 // name.
-func (r *ScenarioResult) measurePath(name string) (v float64, ok bool, err error) {
+func measurePath(r *result.Run, name string) (v float64, ok bool, err error) {
 	kind, isPath := strings.CutPrefix(name, "path.")
 	if !isPath && name != "connect.time" && name != "first-frame" {
 		return 0, false, nil

@@ -1,4 +1,4 @@
-package lab
+package measure
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -29,9 +30,9 @@ const ms = time.Millisecond
 // late at 1800. Targets: 4 Mbit/s from 0, 2 from 1 s, 3 from 1.5 s. The
 // network changes at 1 s in both directions and at 2.2 s downstream; the
 // downlink is capped at 100 kbit/s in [0, 1 s) and 50 kbit/s in [2 s, 3 s).
-func handmade() *ScenarioResult {
-	frame := func(seq uint64, capt, sent, arr, disp, est time.Duration, bytes int, q float64, pass int) FrameRecord {
-		f := FrameRecord{Seq: seq, Pass: pass, Bytes: bytes, Quality: q,
+func handmade() *result.Run {
+	frame := func(seq uint64, capt, sent, arr, disp, est time.Duration, bytes int, q float64, pass int) result.FrameRecord {
+		f := result.FrameRecord{Seq: seq, Pass: pass, Bytes: bytes, Quality: q,
 			Captured: capt * ms, EncodeEnd: sent * ms, Sent: sent * ms, Arrived: arr * ms, Displayed: disp * ms,
 			Network: (arr - sent) * ms, Estimate: est * ms}
 		if disp > 0 {
@@ -41,15 +42,15 @@ func handmade() *ScenarioResult {
 	}
 	f4 := frame(4, 300, 305, 330, 0, 0, 4000, 0.75, 0)
 	f4.Dropped = "overtaken"
-	return &ScenarioResult{
-		Schema: ResultSchema, Scenario: "handmade", Seed: 1,
+	return &result.Run{
+		Schema: result.Version, Scenario: "handmade", Seed: 1,
 		Duration: 3 * time.Second, Ran: 3 * time.Second,
-		Refresh: 60, FreezeThreshold: freezeThreshold(60), SampleEvery: time.Second,
-		Network: NetworkInfo{
-			Up:   []PhaseInfo{{At: 0}, {At: time.Second}},
-			Down: []PhaseInfo{{At: 0}, {At: time.Second}, {At: 2200 * ms}},
+		Refresh: 60, FreezeThreshold: result.FreezeAfter(60), SampleEvery: time.Second,
+		Network: result.NetworkInfo{
+			Up:   []result.PhaseInfo{{At: 0}, {At: time.Second}},
+			Down: []result.PhaseInfo{{At: 0}, {At: time.Second}, {At: 2200 * ms}},
 		},
-		Frames: []FrameRecord{
+		Frames: []result.FrameRecord{
 			frame(1, 0, 5, 15, 20, 21, 1000, 0.5, 0),
 			frame(2, 100, 105, 135, 140, 38, 2000, 0.6, 0),
 			frame(3, 200, 205, 225, 230, 0, 3000, 0.7, 0),
@@ -58,18 +59,18 @@ func handmade() *ScenarioResult {
 			frame(6, 1700, 1705, 1710, 1760, 60, 500, 0.9, 2),
 			frame(7, 2500, 2505, 2510, 2520, 20, 1000, 0.95, 0),
 		},
-		Events: []EventRecord{
-			{At: 340 * ms, Kind: EventDrop, Reason: "overtaken", Seq: 4},
-			{At: 400 * ms, Kind: EventSkip, Reason: "send-cap"},
-			{At: 450 * ms, Kind: EventSkip, Reason: "send-cap"},
-			{At: 500 * ms, Kind: EventSkip, Reason: "encoder-unavailable"},
-			{At: 1800 * ms, Kind: EventDrop, Reason: "late"},
+		Events: []result.EventRecord{
+			{At: 340 * ms, Kind: result.EventDrop, Reason: "overtaken", Seq: 4},
+			{At: 400 * ms, Kind: result.EventSkip, Reason: "send-cap"},
+			{At: 450 * ms, Kind: result.EventSkip, Reason: "send-cap"},
+			{At: 500 * ms, Kind: result.EventSkip, Reason: "encoder-unavailable"},
+			{At: 1800 * ms, Kind: result.EventDrop, Reason: "late"},
 		},
-		Targets: []TargetRecord{{0, 4_000_000}, {time.Second, 2_000_000}, {1500 * ms, 3_000_000}},
-		Series: []Point{
-			{From: 0, To: time.Second, Down: LinkPoint{CapacityBps: 100_000, Capped: true}},
+		Targets: []result.TargetRecord{{At: 0, Bps: 4_000_000}, {At: time.Second, Bps: 2_000_000}, {At: 1500 * ms, Bps: 3_000_000}},
+		Series: []result.Point{
+			{From: 0, To: time.Second, Down: result.LinkPoint{CapacityBps: 100_000, Capped: true}},
 			{From: time.Second, To: 2 * time.Second},
-			{From: 2 * time.Second, To: 3 * time.Second, Down: LinkPoint{CapacityBps: 50_000, Capped: true}},
+			{From: 2 * time.Second, To: 3 * time.Second, Down: result.LinkPoint{CapacityBps: 50_000, Capped: true}},
 		},
 	}
 }
@@ -140,14 +141,14 @@ func TestMeasureKnownAnswers(t *testing.T) {
 		// window ends: unrecovered, 1.2 s to the end of the window.
 		{"recovery", 0, 2200 * ms, 1.2},
 	} {
-		got, err := r.Measure(tc.name, tc.from, tc.to)
+		got, err := Of(r, tc.name, tc.from, tc.to)
 		require.NoError(t, err, "%s [%v, %v)", tc.name, tc.from, tc.to)
 		require.InDelta(t, tc.want, got, 1e-9, "%s [%v, %v)", tc.name, tc.from, tc.to)
 	}
 
-	rec, err := r.window(0, 3*s).recoveries()
+	rec, err := newWindow(r, 0, 3*s).recoveries()
 	require.NoError(t, err)
-	require.Equal(t, []Recovery{
+	require.Equal(t, []result.Recovery{
 		{At: time.Second, Direction: "both", Before: 30 * ms, Recovered: false, After: 2 * time.Second},
 		{At: 2200 * ms, Direction: "down", Before: 60 * ms, Recovered: false, After: 800 * ms},
 	}, rec)
@@ -156,9 +157,9 @@ func TestMeasureKnownAnswers(t *testing.T) {
 // stream is a result displaying a frame every 1/60 s for 10 s, whose
 // latency is latency(display instant), with a network change at 5 s;
 // nothing is displayed in the pauses.
-func stream(latency func(time.Duration) time.Duration, pauses ...Interval) *ScenarioResult {
-	r := &ScenarioResult{Duration: 10 * time.Second, Ran: 10 * time.Second, Refresh: 60, FreezeThreshold: freezeThreshold(60),
-		Network: NetworkInfo{Down: []PhaseInfo{{At: 0}, {At: 5 * time.Second}}}}
+func stream(latency func(time.Duration) time.Duration, pauses ...result.Interval) *result.Run {
+	r := &result.Run{Duration: 10 * time.Second, Ran: 10 * time.Second, Refresh: 60, FreezeThreshold: result.FreezeAfter(60),
+		Network: result.NetworkInfo{Down: []result.PhaseInfo{{At: 0}, {At: 5 * time.Second}}}}
 	seq := uint64(0)
 outer:
 	for k := int64(1); k < 600; k++ {
@@ -169,7 +170,7 @@ outer:
 			}
 		}
 		seq++
-		r.Frames = append(r.Frames, FrameRecord{Seq: seq, Captured: d - latency(d), Displayed: d, Latency: latency(d)})
+		r.Frames = append(r.Frames, result.FrameRecord{Seq: seq, Captured: d - latency(d), Displayed: d, Latency: latency(d)})
 	}
 	return r
 }
@@ -190,16 +191,16 @@ func TestMeasureRecovery(t *testing.T) {
 		return 22 * ms
 	}
 	r := stream(lat)
-	rec, err := r.window(0, r.Ran).recoveries()
+	rec, err := newWindow(r, 0, r.Ran).recoveries()
 	require.NoError(t, err)
 	require.Len(t, rec, 1)
 	require.True(t, rec[0].Recovered)
 	require.Equal(t, 20*ms, rec[0].Before)
 	require.InDelta(t, float64(time.Second), float64(rec[0].After), float64(20*ms))
-	require.InDelta(t, rec[0].After.Seconds(), measure(t, r, "recovery", 0, 0), 1e-9)
+	require.InDelta(t, rec[0].After.Seconds(), measured(t, r, "recovery", 0, 0), 1e-9)
 
-	frozen := stream(lat, Interval{From: 6500 * ms, To: 7 * time.Second})
-	rec, err = frozen.window(0, frozen.Ran).recoveries()
+	frozen := stream(lat, result.Interval{From: 6500 * ms, To: 7 * time.Second})
+	rec, err = newWindow(frozen, 0, frozen.Ran).recoveries()
 	require.NoError(t, err)
 	require.True(t, rec[0].Recovered)
 	// The pause from the last display before 6.5 s to 7 s must be under
@@ -213,31 +214,31 @@ func TestMeasureRecovery(t *testing.T) {
 		}
 		return 30 * ms
 	})
-	rec, err = never.window(0, 9*time.Second).recoveries()
+	rec, err = newWindow(never, 0, 9*time.Second).recoveries()
 	require.NoError(t, err)
-	require.Equal(t, Recovery{At: 5 * time.Second, Direction: "down", Before: 20 * ms, Recovered: false, After: 4 * time.Second}, rec[0])
+	require.Equal(t, result.Recovery{At: 5 * time.Second, Direction: "down", Before: 20 * ms, Recovered: false, After: 4 * time.Second}, rec[0])
 }
 
 func TestMeasureErrors(t *testing.T) {
 	r := handmade()
-	_, err := r.Measure("latency.mean", 0, 0)
-	require.ErrorIs(t, err, ErrUnknownMeasure)
-	_, err = r.Measure("latency.median", 2*time.Second, time.Second)
+	_, err := Of(r, "latency.mean", 0, 0)
+	require.ErrorIs(t, err, ErrUnknown)
+	_, err = Of(r, "latency.median", 2*time.Second, time.Second)
 	require.ErrorIs(t, err, ErrWindow)
-	_, err = r.Measure("latency.median", -time.Second, 0)
+	_, err = Of(r, "latency.median", -time.Second, 0)
 	require.ErrorIs(t, err, ErrWindow)
-	_, err = r.Measure("latency.median", 2600*ms, 0)
+	_, err = Of(r, "latency.median", 2600*ms, 0)
 	require.ErrorIs(t, err, ErrNoData)
 	require.ErrorContains(t, err, "no frame displayed in [2.6s, 3s)")
-	_, err = r.Measure("utilisation", time.Second, 2*time.Second)
+	_, err = Of(r, "utilisation", time.Second, 2*time.Second)
 	require.ErrorIs(t, err, ErrNoData)
 	require.ErrorContains(t, err, "no rate cap or trace")
-	_, err = r.Measure("freezes", 0, 10*ms)
+	_, err = Of(r, "freezes", 0, 10*ms)
 	require.ErrorIs(t, err, ErrNoData)
-	_, err = r.Measure("recovery", 0, 900*ms)
+	_, err = Of(r, "recovery", 0, 900*ms)
 	require.ErrorIs(t, err, ErrNoData, "no change in the window")
 	// Beyond the end is the end.
-	v, err := r.Measure("frames.displayed", 0, time.Hour)
+	v, err := Of(r, "frames.displayed", 0, time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, 6.0, v)
 }
@@ -247,7 +248,7 @@ func TestMeasureErrors(t *testing.T) {
 func TestMeasureCoversTheCatalogue(t *testing.T) {
 	r := handmade()
 	for _, m := range scenarios.Measurements {
-		_, err := r.Measure(m.Name, 0, 0)
+		_, err := Of(r, m.Name, 0, 0)
 		if m.Name == "time-to-full-use" || m.Name == "connect.time" || m.Name == "first-frame" || strings.HasPrefix(m.Name, "path.") {
 			// The handmade video never uses 90% of its link, and has no
 			// path: the check must fail saying so, not pass with a
@@ -257,10 +258,10 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 		}
 		require.NoError(t, err, m.Name)
 	}
-	r.Path = &PathRecord{Path: "relay", Connect: 250 * ms}
+	r.Path = &result.PathRecord{Path: "relay", Connect: 250 * ms}
 	for _, m := range scenarios.Measurements {
 		if m.Name == "connect.time" || m.Name == "first-frame" || strings.HasPrefix(m.Name, "path.") {
-			_, err := r.Measure(m.Name, 0, 0)
+			_, err := Of(r, m.Name, 0, 0)
 			require.NoError(t, err, m.Name)
 		}
 	}
@@ -268,14 +269,14 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 
 func TestPathMeasurements(t *testing.T) {
 	r := handmade()
-	r.Path = &PathRecord{Path: "websocket", Connect: 3100 * ms}
+	r.Path = &result.PathRecord{Path: "websocket", Connect: 3100 * ms}
 	for name, want := range map[string]float64{
 		"path.websocket": 1, "path.relay": 0, "path.direct-lan": 0, "path.direct-public": 0,
 		"connect.time": 3.1,
 		// The first frame is displayed 20 ms after time zero.
 		"first-frame": 3.12,
 	} {
-		v, err := r.Measure(name, 0, 0)
+		v, err := Of(r, name, 0, 0)
 		require.NoError(t, err, name)
 		require.InDelta(t, want, v, 1e-9, name)
 	}
@@ -283,28 +284,28 @@ func TestPathMeasurements(t *testing.T) {
 
 func TestTimeUntil(t *testing.T) {
 	r := handmade()
-	v, err := r.Measure("time-to-low-latency", 0, 0)
+	v, err := Of(r, "time-to-low-latency", 0, 0)
 	require.NoError(t, err)
 	require.Zero(t, v, "the first second's median (30 ms) is already under 100 ms")
-	_, err = r.Measure("time-to-low-latency", 0, 500*ms)
+	_, err = Of(r, "time-to-low-latency", 0, 500*ms)
 	require.ErrorIs(t, err, ErrNoData, "a window shorter than a second holds no whole second")
 }
 
 func TestSummaryOfHandmade(t *testing.T) {
 	r := handmade()
-	s := r.summarise()
+	s := Summarise(r)
 	u := 88_000.0 / 150_000
-	require.Equal(t, Summary{
+	require.Equal(t, result.Summary{
 		Frames: 7, Displayed: 6, FirstDisplay: 20 * ms,
-		Latency:       LatencySummary{Median: 30 * ms, P95: 100 * ms, P99: 100 * ms, Min: 20 * ms, Max: 100 * ms},
+		Latency:       result.LatencySummary{Median: 30 * ms, P95: 100 * ms, P99: 100 * ms, Min: 20 * ms, Max: 100 * ms},
 		NetworkMedian: 10 * ms, EstimateErrorMax: 10 * ms, FPS: 2,
-		Freezes:       []Interval{{230 * ms, 1600 * ms}, {1600 * ms, 1760 * ms}, {1760 * ms, 2520 * ms}, {2520 * ms, 3000 * ms}},
+		Freezes:       []result.Interval{{From: 230 * ms, To: 1600 * ms}, {From: 1600 * ms, To: 1760 * ms}, {From: 1760 * ms, To: 2520 * ms}, {From: 2520 * ms, To: 3000 * ms}},
 		FreezeLongest: 1370 * ms,
 		Skipped:       map[string]int{"send-cap": 2, "encoder-unavailable": 1},
 		Dropped:       map[string]int{"overtaken": 1, "late": 1},
 		BitrateMean:   12_000 * 8 / 3, BitrateMin: 2_000_000,
 		QualityFinal: 0.95, Refinements: 2, Utilisation: &u,
-		Recovery: []Recovery{
+		Recovery: []result.Recovery{
 			{At: time.Second, Direction: "both", Before: 30 * ms, After: 2 * time.Second},
 			{At: 2200 * ms, Direction: "down", Before: 60 * ms, After: 800 * ms},
 		},
@@ -318,7 +319,7 @@ func f64(v float64) *float64 { return &v }
 // measured.
 func TestEvaluateExpectations(t *testing.T) {
 	r := handmade()
-	checks := r.Evaluate([]scenarios.Expectation{
+	checks := Evaluate(r, []scenarios.Expectation{
 		{Measure: "latency.median", To: 2 * time.Second, Max: f64(0.05), Line: 10},
 		{Measure: "latency.median", To: 2 * time.Second, Max: f64(0.03), Line: 11},
 		{Measure: "frames.skipped.send-cap", Min: f64(1), Line: 12},
@@ -327,7 +328,7 @@ func TestEvaluateExpectations(t *testing.T) {
 		{Measure: "no.such", Line: 15},
 	})
 	require.Len(t, checks, 6)
-	require.Equal(t, Check{Measure: "latency.median", Unit: scenarios.UnitDuration, To: 2 * time.Second, Max: f64(0.05), Value: 0.04, Pass: true, Line: 10}, checks[0])
+	require.Equal(t, result.Check{Measure: "latency.median", Unit: scenarios.UnitDuration, To: 2 * time.Second, Max: f64(0.05), Value: 0.04, Pass: true, Line: 10}, checks[0])
 	require.Equal(t, "latency.median [0s, 2s) = 40 ms, want <= 50 ms: pass", checks[0].String())
 	require.False(t, checks[1].Pass)
 	require.Equal(t, 0.04, checks[1].Value)
@@ -352,11 +353,19 @@ func TestEvaluateExpectations(t *testing.T) {
 // A result read back from JSON is the same result and measures the same.
 func TestHandmadeJSONRoundTrip(t *testing.T) {
 	r := handmade()
-	r.Summary = r.summarise()
-	r.Checks = r.Evaluate([]scenarios.Expectation{{Measure: "fps", Min: f64(1)}})
+	r.Summary = Summarise(r)
+	r.Checks = Evaluate(r, []scenarios.Expectation{{Measure: "fps", Min: f64(1)}})
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
-	var back ScenarioResult
+	var back result.Run
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, r, &back)
+}
+
+// measured is Of that fails the test on an error.
+func measured(t *testing.T, r *result.Run, name string, from, to time.Duration) float64 {
+	t.Helper()
+	v, err := Of(r, name, from, to)
+	require.NoError(t, err, name)
+	return v
 }

@@ -1,4 +1,4 @@
-package lab
+package result
 
 import (
 	"fmt"
@@ -39,14 +39,14 @@ func (c Check) String() string {
 	if c.Error != "" {
 		fmt.Fprintf(&b, ": %s", c.Error)
 	} else {
-		fmt.Fprintf(&b, " = %s", formatValue(c.Value, c.Unit))
+		fmt.Fprintf(&b, " = %s", FormatValue(c.Value, c.Unit))
 	}
 	var want []string
 	if c.Min != nil {
-		want = append(want, ">= "+formatValue(*c.Min, c.Unit))
+		want = append(want, ">= "+FormatValue(*c.Min, c.Unit))
 	}
 	if c.Max != nil {
-		want = append(want, "<= "+formatValue(*c.Max, c.Unit))
+		want = append(want, "<= "+FormatValue(*c.Max, c.Unit))
 	}
 	if len(want) > 0 {
 		fmt.Fprintf(&b, ", want %s", strings.Join(want, " and "))
@@ -59,10 +59,10 @@ func (c Check) String() string {
 	return b.String()
 }
 
-// formatValue writes a measured value for people: durations in ms below a
+// FormatValue writes a measured value for people: durations in ms below a
 // second, rates in Mbit/s, fractions as percentages, three significant
 // digits.
-func formatValue(v float64, u scenarios.Unit) string {
+func FormatValue(v float64, u scenarios.Unit) string {
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
 	switch u {
 	case scenarios.UnitDuration:
@@ -76,29 +76,4 @@ func formatValue(v float64, u scenarios.Unit) string {
 		return g(v*100) + "%"
 	}
 	return strconv.FormatFloat(v, 'g', 6, 64)
-}
-
-// Evaluate measures every expectation and says whether it holds. A value
-// that cannot be measured (nothing in the window) fails its check with the
-// reason, rather than passing vacuously.
-func (r *ScenarioResult) Evaluate(exps []scenarios.Expectation) []Check {
-	out := make([]Check, 0, len(exps))
-	for _, e := range exps {
-		c := Check{Measure: e.Measure, From: e.From, To: e.To, Min: e.Min, Max: e.Max, Line: e.Line}
-		if m, ok := scenarios.LookupMeasurement(e.Measure); ok {
-			c.Unit = m.Unit
-		}
-		if _, to, err := r.resolve(e.From, e.To); err == nil {
-			c.To = to
-		}
-		v, err := r.Measure(e.Measure, e.From, e.To)
-		if err != nil {
-			c.Error = err.Error()
-		} else {
-			c.Value = v
-			c.Pass = (e.Min == nil || v >= *e.Min) && (e.Max == nil || v <= *e.Max)
-		}
-		out = append(out, c)
-	}
-	return out
 }

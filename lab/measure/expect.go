@@ -1,0 +1,31 @@
+package measure
+
+import (
+	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Evaluate measures every expectation and says whether it holds. A value
+// that cannot be measured (nothing in the window) fails its check with the
+// reason, rather than passing vacuously.
+func Evaluate(r *result.Run, exps []scenarios.Expectation) []result.Check {
+	out := make([]result.Check, 0, len(exps))
+	for _, e := range exps {
+		c := result.Check{Measure: e.Measure, From: e.From, To: e.To, Min: e.Min, Max: e.Max, Line: e.Line}
+		if m, ok := scenarios.LookupMeasurement(e.Measure); ok {
+			c.Unit = m.Unit
+		}
+		if _, to, err := resolve(r, e.From, e.To); err == nil {
+			c.To = to
+		}
+		v, err := Of(r, e.Measure, e.From, e.To)
+		if err != nil {
+			c.Error = err.Error()
+		} else {
+			c.Value = v
+			c.Pass = (e.Min == nil || v >= *e.Min) && (e.Max == nil || v <= *e.Max)
+		}
+		out = append(out, c)
+	}
+	return out
+}

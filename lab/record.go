@@ -1,0 +1,179 @@
+package lab
+
+import (
+	"slices"
+	"time"
+
+	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// newPathRecord turns a session's connection into its record.
+func newPathRecord(pr *PathResult) *result.PathRecord {
+	if pr == nil {
+		return nil
+	}
+	rec := &result.PathRecord{Path: string(pr.Path), AgentPath: string(pr.AgentPath), Connect: pr.Connect, Steps: []result.StepRecord{}}
+	for _, st := range pr.Steps {
+		sr := result.StepRecord{Path: string(st.Path), Start: st.Start.Sub(pr.Steps[0].Start), Duration: st.Duration()}
+		if st.Err != nil {
+			sr.Error = st.Err.Error()
+		}
+		rec.Steps = append(rec.Steps, sr)
+	}
+	return rec
+}
+
+// newScenarioResult turns a session's raw result into a scenario's.
+func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted error) *result.Run {
+	start := res.Start
+	off := func(t time.Time) time.Duration {
+		if t.IsZero() {
+			return 0
+		}
+		return t.Sub(start)
+	}
+	r := &result.Run{
+		Schema:          result.Version,
+		Scenario:        sc.Name,
+		File:            sc.File,
+		Description:     sc.Description,
+		Findings:        slices.Clone(sc.Findings),
+		Groups:          slices.Clone(sc.Groups),
+		Seed:            sc.Seed,
+		Duration:        sc.Duration,
+		Ran:             min(sc.Duration, max(0, res.End.Sub(start))),
+		Handshake:       res.Handshake,
+		Late:            res.Late,
+		Refresh:         p.refresh,
+		FreezeThreshold: result.FreezeAfter(p.refresh),
+		SampleEvery:     p.session.SampleEvery,
+		Probe:           []result.ProbeAttempt{},
+		Network:         p.network,
+		Frames:          make([]result.FrameRecord, 0, len(res.Frames)),
+		Events:          make([]result.EventRecord, 0, len(res.Events)),
+		Targets:         make([]result.TargetRecord, 0, len(res.Targets)),
+		Series:          []result.Point{},
+		Checks:          []result.Check{},
+		Path:            newPathRecord(res.Path),
+	}
+	if r.Network.Up == nil {
+		r.Network.Up = []result.PhaseInfo{}
+	}
+	if r.Network.Down == nil {
+		r.Network.Down = []result.PhaseInfo{}
+	}
+	if interrupted != nil {
+		r.Interrupted = interrupted.Error()
+	}
+	for _, a := range res.Probe {
+		pa := result.ProbeAttempt{Name: a.Name, Hardware: a.Hardware, Took: a.Took}
+		if a.Err != nil {
+			pa.Error = a.Err.Error()
+		} else {
+			r.Encoder = a.Name
+		}
+		r.Probe = append(r.Probe, pa)
+	}
+	for _, f := range res.Frames {
+		fr := result.FrameRecord{
+			Seq: f.Seq, Pass: f.Pass, Keyframe: f.Keyframe, Bytes: f.Bytes, Quality: f.Quality,
+			Captured: off(f.Captured), EncodeEnd: off(f.EncodeEnd), Sent: off(f.Sent),
+			Arrived: off(f.Arrived), Displayed: off(f.Displayed),
+			Latency: f.Latency(), Network: f.Network(),
+			Estimate: f.Estimated, EstimateNetwork: f.EstimatedNetwork,
+			Dropped: f.Dropped,
+		}
+		r.Frames = append(r.Frames, fr)
+	}
+	for _, e := range res.Events {
+		r.Events = append(r.Events, result.EventRecord{At: off(e.At), Kind: e.Kind, Reason: e.Reason, Seq: e.Seq})
+	}
+	if p.decisions != nil {
+		r.Decisions = p.decisions(start)
+	}
+	for _, t := range res.Targets {
+		r.Targets = append(r.Targets, result.TargetRecord{At: off(t.At), Bps: t.Bps})
+	}
+	r.Series = buildSeries(r, p, res.Samples, off)
+	r.Links = linkTotals(res)
+	r.Summary = measure.Summarise(r)
+	r.Checks = measure.Evaluate(r, sc.Expect)
+	return r
+}
+
+// buildSeries makes a point of every interval between two samples.
+func buildSeries(r *result.Run, p *plan, samples []Sample, off func(time.Time) time.Duration) []result.Point {
+	out := []result.Point{}
+	byDisplay := measure.Displayed(r)
+	for i := 1; i < len(samples); i++ {
+		a, b := off(samples[i-1].At), off(samples[i].At)
+		if b <= a {
+			continue
+		}
+		secs := (b - a).Seconds()
+		pt := result.Point{From: a, To: b}
+		lat := measure.Latencies(measure.DisplayedIn(byDisplay, a, b))
+		pt.Displayed = len(lat)
+		if len(lat) > 0 {
+			pt.LatencyMedian = measure.Quantile(lat, 0.5)
+		}
+		pt.TargetBps, _ = measure.TargetAt(r, b)
+		var sent int64
+		for _, f := range r.Frames {
+			if f.Sent > 0 && f.Sent >= a && f.Sent < b {
+				sent += int64(f.Bytes)
+			}
+		}
+		pt.SendBps = float64(sent*8) / secs
+		pt.Up = linkPoint(samples[i-1].Uplink, samples[i].Uplink, p.up, a, b)
+		pt.Down = linkPoint(samples[i-1].Downlink, samples[i].Downlink, p.down, a, b)
+		out = append(out, pt)
+	}
+	return out
+}
+
+func linkPoint(prev, cur netem.Stats, caps []capPhase, a, b time.Duration) result.LinkPoint {
+	lp := result.LinkPoint{QueueBytes: int64(cur.Backlog.Bytes)}
+	if n := cur.Queued.Packets - prev.Queued.Packets; n > 0 {
+		lp.QueueDelay = (cur.Queued.Total - prev.Queued.Total) / time.Duration(n)
+	}
+	lp.ThroughputBps = float64((cur.Delivered.Bytes-prev.Delivered.Bytes)*8) / (b - a).Seconds()
+	bits, capped := capacity(caps, a, b)
+	lp.CapacityBps, lp.Capped = bits/(b-a).Seconds(), capped > 0
+	return lp
+}
+
+// linkTotals are the links' counters from the first sample (time zero) to
+// the last, so the handshake before time zero does not count.
+func linkTotals(res *Result) result.LinkTotals {
+	up, down := res.Uplink, res.Downlink
+	var up0, down0 netem.Stats
+	if n := len(res.Samples); n > 0 {
+		up0, down0 = res.Samples[0].Uplink, res.Samples[0].Downlink
+		up, down = res.Samples[n-1].Uplink, res.Samples[n-1].Downlink
+	}
+	return result.LinkTotals{Up: linkTotal(up0, up), Down: linkTotal(down0, down)}
+}
+
+func linkTotal(from, to netem.Stats) result.LinkTotal {
+	t := result.LinkTotal{
+		OfferedPackets:   to.Offered.Packets - from.Offered.Packets,
+		OfferedBytes:     to.Offered.Bytes - from.Offered.Bytes,
+		DeliveredPackets: to.Delivered.Packets - from.Delivered.Packets,
+		DeliveredBytes:   to.Delivered.Bytes - from.Delivered.Bytes,
+		Dropped:          map[string]uint64{},
+		QueueMax:         to.Queued.Max,
+	}
+	for reason, c := range to.Dropped {
+		if n := c.Packets - from.Dropped[reason].Packets; n > 0 {
+			t.Dropped[string(reason)] = n
+		}
+	}
+	if n := to.Queued.Packets - from.Queued.Packets; n > 0 {
+		t.QueueMean = (to.Queued.Total - from.Queued.Total) / time.Duration(n)
+	}
+	return t
+}
