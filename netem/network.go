@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/nuvirahub/latencylab/netem/internal/wait"
 )
 
 // Network is an in-memory IP network: hosts are addresses, every ordered
@@ -165,6 +168,7 @@ func (n *Network) Listen(addr netip.AddrPort) (*PacketConn, error) {
 		return nil, fmt.Errorf("netem: listen %v: address already in use", addr)
 	}
 	c := &PacketConn{net: n, local: addr, addr: net.UDPAddrFromAddrPort(addr)}
+	c.deadline = wait.Deadlines{Mu: &c.mu, Changed: &c.changed}
 	n.conns[addr] = c
 	return c, nil
 }
@@ -405,18 +409,21 @@ type PacketConn struct {
 	local netip.AddrPort
 	addr  *net.UDPAddr
 
-	mu            sync.Mutex
-	changed       signal
-	queue         []*Packet
-	queuedBytes   int
-	recvLimit     int // bytes; 0 means recvBufferBytes
-	readDeadline  time.Time
-	writeDeadline time.Time
-	dropped       Counter
-	closed        bool
+	mu          sync.Mutex
+	changed     wait.Signal
+	deadline    wait.Deadlines // guarded by mu, broadcast on changed
+	queue       []*Packet
+	queuedBytes int
+	recvLimit   int // bytes; 0 means recvBufferBytes
+	dropped     Counter
+	closed      bool
 }
 
 var _ net.PacketConn = (*PacketConn)(nil)
+
+// errTimeout is what blocked calls return when their deadline passes; it
+// wraps os.ErrDeadlineExceeded and is a net.Error whose Timeout() is true.
+var errTimeout error = os.ErrDeadlineExceeded
 
 // ReadFrom implements net.PacketConn. A payload longer than b is truncated,
 // as with UDP.
@@ -435,13 +442,13 @@ func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 			c.mu.Unlock()
 			return copy(b, p.Data), p.From, nil
 		}
-		if deadlinePassed(c.readDeadline) {
+		if wait.Passed(c.deadline.Read) {
 			c.mu.Unlock()
 			return 0, nil, c.opError("read", errTimeout)
 		}
-		changed, deadline := c.changed.wait(), c.readDeadline
+		changed, deadline := c.changed.Wait(), c.deadline.Read
 		c.mu.Unlock()
-		sleepUntil(changed, deadline)
+		wait.Until(changed, deadline)
 		c.mu.Lock()
 	}
 }
@@ -457,12 +464,12 @@ func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		return 0, c.opError("write", fmt.Errorf("message too long: %d bytes", len(b)))
 	}
 	c.mu.Lock()
-	closed, deadline := c.closed, c.writeDeadline
+	closed, deadline := c.closed, c.deadline.Write
 	c.mu.Unlock()
 	if closed {
 		return 0, c.opError("write", net.ErrClosed)
 	}
-	if deadlinePassed(deadline) {
+	if wait.Passed(deadline) {
 		return 0, c.opError("write", errTimeout)
 	}
 	p := &Packet{Data: append([]byte(nil), b...), From: c.addr, To: to}
@@ -505,7 +512,7 @@ func (c *PacketConn) enqueue(p *Packet) {
 	}
 	c.queue = append(c.queue, p)
 	c.queuedBytes += p.Size()
-	c.changed.broadcast()
+	c.changed.Broadcast()
 }
 
 // SetReadBuffer sets how many bytes may wait unread before arriving packets
@@ -542,7 +549,7 @@ func (c *PacketConn) Close() error {
 	c.closed = true
 	unread := c.queue
 	c.queue, c.queuedBytes = nil, 0
-	c.changed.broadcast()
+	c.changed.Broadcast()
 	c.mu.Unlock()
 	c.net.unbind(c)
 	for _, p := range unread {
@@ -554,31 +561,14 @@ func (c *PacketConn) Close() error {
 // LocalAddr implements net.PacketConn; it is a *net.UDPAddr.
 func (c *PacketConn) LocalAddr() net.Addr { return c.addr }
 
-// SetDeadline implements net.PacketConn.
-func (c *PacketConn) SetDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.readDeadline, c.writeDeadline = t, t
-	c.changed.broadcast()
-	return nil
-}
+// SetDeadline implements net.PacketConn; it wakes blocked readers.
+func (c *PacketConn) SetDeadline(t time.Time) error { return c.deadline.SetDeadline(t) }
 
 // SetReadDeadline implements net.PacketConn; it wakes blocked readers.
-func (c *PacketConn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.readDeadline = t
-	c.changed.broadcast()
-	return nil
-}
+func (c *PacketConn) SetReadDeadline(t time.Time) error { return c.deadline.SetReadDeadline(t) }
 
 // SetWriteDeadline implements net.PacketConn.
-func (c *PacketConn) SetWriteDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writeDeadline = t
-	return nil
-}
+func (c *PacketConn) SetWriteDeadline(t time.Time) error { return c.deadline.SetWriteDeadline(t) }
 
 func (c *PacketConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "udp", Addr: c.addr, Err: err}

@@ -76,10 +76,14 @@ type ProxyConfig struct {
 // target, one writer per direction and the two links' goroutines; Close
 // ends and waits for all of them. Reads and writes go in batches
 // (recvmmsg/sendmmsg on Linux) and payload buffers are recycled, so the
-// proxy itself adds little to the links' timing.
+// proxy itself adds little to the links' timing. Where the kernel offers
+// UDP GRO and GSO (Linux), a run of equal datagrams also crosses it as one
+// message each way: the proxy splits what it reads back into datagrams for
+// the links, and coalesces what the links release to one destination.
 type Proxy struct {
 	conn        *net.UDPConn
 	batch       *ipv4.PacketConn // conn, for batched reads and writes
+	connGSO     bool             // conn takes UDP_SEGMENT messages; only the reverse writer uses and clears it
 	target      *net.UDPAddr
 	fwd, rev    *Link
 	fwdW, revW  *proxyWriter
@@ -109,6 +113,9 @@ type proxyClient struct {
 	batched bool             // false for IPv4-mapped addresses on an IPv6 socket, which sendmmsg cannot take
 	up      *net.UDPConn     // connected to the target
 	upBatch *ipv4.PacketConn // up, for batched reads and writes
+	// upGSO: up takes UDP_SEGMENT messages. Set before the mapping is
+	// published, then used and cleared by the forward writer alone.
+	upGSO bool
 	// active is the last instant a datagram crossed the mapping, in
 	// nanoseconds since the proxy's start (monotonic).
 	active atomic.Int64
@@ -181,6 +188,8 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		return nil, fmt.Errorf("netem: proxy: %w", err)
 	}
 	setBuffers(p.conn)
+	enableGRO(p.conn)
+	p.connGSO = gsoSupported(p.conn)
 	p.batch = ipv4.NewPacketConn(p.conn)
 	p.writers.Add(2)
 	go p.fwdW.run(&p.writers)
@@ -328,12 +337,14 @@ func (p *Proxy) client(from netip.AddrPort, n int) *proxyClient {
 		return nil
 	}
 	setBuffers(up)
+	enableGRO(up)
 	c := &proxyClient{
 		addr:    from,
 		udpAddr: net.UDPAddrFromAddrPort(from),
 		batched: !from.Addr().Is4In6(),
 		up:      up,
 		upBatch: ipv4.NewPacketConn(up),
+		upGSO:   gsoSupported(up),
 	}
 	c.active.Store(p.now())
 	p.clients[from] = c
@@ -386,7 +397,7 @@ func (p *Proxy) readTarget(c *proxyClient) {
 // from its client's own socket, batching the runs of one client. Write
 // errors (the target is down, the mapping was evicted) lose the packet, as
 // the network would.
-func (p *Proxy) writeForward(pks []*Packet, msgs []ipv4.Message) {
+func (p *Proxy) writeForward(pks []*Packet, sb *sendBatch) {
 	for i := 0; i < len(pks); {
 		c, _ := pks[i].From.(*proxyClient)
 		j := i + 1
@@ -394,7 +405,7 @@ func (p *Proxy) writeForward(pks []*Packet, msgs []ipv4.Message) {
 			j++
 		}
 		if c != nil {
-			writeBatch(c.upBatch, pks[i:j], msgs, false)
+			writeBatch(c.upBatch, &c.upGSO, pks[i:j], sb, false)
 		}
 		i = j
 	}
@@ -402,11 +413,11 @@ func (p *Proxy) writeForward(pks []*Packet, msgs []ipv4.Message) {
 
 // writeReverse writes packets leaving the reverse link to their clients,
 // from the address the clients sent to.
-func (p *Proxy) writeReverse(pks []*Packet, msgs []ipv4.Message) {
+func (p *Proxy) writeReverse(pks []*Packet, sb *sendBatch) {
 	start := 0
 	flush := func(end int) {
 		if end > start {
-			writeBatch(p.batch, pks[start:end], msgs, true)
+			writeBatch(p.batch, &p.connGSO, pks[start:end], sb, true)
 		}
 		start = end + 1
 	}
@@ -422,28 +433,79 @@ func (p *Proxy) writeReverse(pks []*Packet, msgs []ipv4.Message) {
 	flush(len(pks))
 }
 
-// writeBatch sends pks through pc, as many per system call as msgs holds;
-// withAddr sets each message's destination from the packet's client. A
-// message the kernel refuses is skipped: it is lost.
-func writeBatch(pc *ipv4.PacketConn, pks []*Packet, msgs []ipv4.Message, withAddr bool) {
+// sendBatch is a writer's scratch for building sendmmsg batches.
+type sendBatch struct {
+	msgs  []ipv4.Message
+	count []int    // how many packets each message carries
+	oob   [][]byte // each message's own control buffer
+}
+
+func newSendBatch() *sendBatch {
+	sb := &sendBatch{
+		msgs:  make([]ipv4.Message, proxyBatch),
+		count: make([]int, proxyBatch),
+		oob:   make([][]byte, proxyBatch),
+	}
+	for i := range sb.msgs {
+		sb.msgs[i].Buffers = make([][]byte, 0, maxGSOSegments)
+		sb.oob[i] = make([]byte, 0, gsoOOBSize)
+	}
+	return sb
+}
+
+// writeBatch sends pks through pc, as many messages per system call as sb
+// holds; withAddr sets each message's destination from the packet's
+// client. Where *gso holds, a run that gsoRun accepts goes as one message
+// whose payloads the kernel gathers (no copy here) and cuts back into
+// datagrams. A message the kernel refuses loses its first datagram, as a
+// send error loses a datagram without GSO; the rest of its run is sent
+// again. A refusal of the segmentation itself (isGSOError) turns *gso off
+// for the socket and sends the same datagrams one per message: the
+// fallback loses nothing.
+func writeBatch(pc *ipv4.PacketConn, gso *bool, pks []*Packet, sb *sendBatch, withAddr bool) {
 	for len(pks) > 0 {
-		n := min(len(pks), len(msgs))
-		for i, pk := range pks[:n] {
-			msgs[i].Buffers[0] = pk.Data
-			msgs[i].Addr = nil
-			if withAddr {
-				msgs[i].Addr = pk.To.(*proxyClient).udpAddr
+		n, used := 0, 0
+		for n < len(sb.msgs) && used < len(pks) {
+			k := 1
+			if *gso {
+				k = gsoRun(pks[used:])
 			}
+			m := &sb.msgs[n]
+			m.Buffers = m.Buffers[:0]
+			for _, pk := range pks[used : used+k] {
+				m.Buffers = append(m.Buffers, pk.Data)
+			}
+			m.OOB = nil
+			if k > 1 {
+				m.OOB = appendSegmentCmsg(sb.oob[n][:0], uint16(len(pks[used].Data)))
+			}
+			m.Addr = nil
+			if withAddr {
+				m.Addr = pks[used].To.(*proxyClient).udpAddr
+			}
+			sb.count[n] = k
+			used += k
+			n++
 		}
-		sent, err := pc.WriteBatch(msgs[:n], 0)
+		sent, err := pc.WriteBatch(sb.msgs[:n], 0)
+		done := 0
 		if err != nil {
 			// sendmmsg reports an error only when the first message fails.
-			sent = 1
+			if sb.count[0] > 1 && isGSOError(err) {
+				*gso = false
+				continue
+			}
+			sent, done = 0, 1
 		}
-		pks = pks[max(sent, 1):]
+		for _, k := range sb.count[:sent] {
+			done += k
+		}
+		pks = pks[max(done, 1):]
 	}
-	for i := range msgs {
-		msgs[i].Buffers[0], msgs[i].Addr = nil, nil
+	for i := range sb.msgs {
+		clear(sb.msgs[i].Buffers[:cap(sb.msgs[i].Buffers)])
+		sb.msgs[i].Buffers = sb.msgs[i].Buffers[:0]
+		sb.msgs[i].Addr, sb.msgs[i].OOB = nil, nil
 	}
 }
 
@@ -453,7 +515,7 @@ func writeBatch(pc *ipv4.PacketConn, pks []*Packet, msgs []ipv4.Message, withAdd
 // queue in between lets the writer take whatever has accumulated in one
 // sendmmsg.
 type proxyWriter struct {
-	write func([]*Packet, []ipv4.Message)
+	write func([]*Packet, *sendBatch)
 
 	mu      sync.Mutex
 	pending []*Packet
@@ -461,7 +523,7 @@ type proxyWriter struct {
 	done    chan struct{}
 }
 
-func newProxyWriter(write func([]*Packet, []ipv4.Message)) *proxyWriter {
+func newProxyWriter(write func([]*Packet, *sendBatch)) *proxyWriter {
 	return &proxyWriter{write: write, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -481,10 +543,7 @@ func (w *proxyWriter) deliver(p *Packet) {
 
 func (w *proxyWriter) run(wg *sync.WaitGroup) {
 	defer wg.Done()
-	msgs := make([]ipv4.Message, proxyBatch)
-	for i := range msgs {
-		msgs[i].Buffers = make([][]byte, 1)
-	}
+	sb := newSendBatch()
 	var batch []*Packet
 	for {
 		select {
@@ -495,7 +554,7 @@ func (w *proxyWriter) run(wg *sync.WaitGroup) {
 		w.mu.Lock()
 		batch, w.pending = w.pending, batch[:0]
 		w.mu.Unlock()
-		w.write(batch, msgs)
+		w.write(batch, sb)
 		for i, pk := range batch {
 			recycleProxyPacket(pk)
 			batch[i] = nil
@@ -544,13 +603,17 @@ type readBufs struct{ msgs []ipv4.Message }
 var proxyReadBufs = sync.Pool{New: func() any {
 	b := &readBufs{msgs: make([]ipv4.Message, proxyBatch)}
 	for i := range b.msgs {
-		b.msgs[i].Buffers = [][]byte{make([]byte, maxUDPPayload)}
+		b.msgs[i].Buffers = [][]byte{make([]byte, proxyReadBuf)}
+		if groOOBSize > 0 {
+			b.msgs[i].OOB = make([]byte, groOOBSize)
+		}
 	}
 	return b
 }}
 
-// read waits for at least one datagram, reads up to proxyBatch of them and
-// calls fn for each (data is valid only during the call).
+// read waits for at least one datagram, reads up to proxyBatch messages and
+// calls fn for each datagram in them (data is valid only during the call):
+// a message GRO coalesced is split back into the datagrams it was made of.
 func (r *batchReader) read(fn func(data []byte, from net.Addr)) error {
 	if err := waitReadable(r.conn); err != nil {
 		return err
@@ -563,7 +626,16 @@ func (r *batchReader) read(fn func(data []byte, from net.Addr)) error {
 	}
 	for i := range b.msgs[:n] {
 		m := &b.msgs[i]
-		fn(m.Buffers[0][:m.N], m.Addr)
+		seg := groSegmentSize(m.OOB[:m.NN])
+		rest := m.Buffers[0][:m.N]
+		for {
+			var dgram []byte
+			dgram, rest = nextSegment(rest, seg)
+			fn(dgram, m.Addr)
+			if len(rest) == 0 {
+				break
+			}
+		}
 		m.Addr = nil
 	}
 	return nil

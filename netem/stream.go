@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/nuvirahub/latencylab/netem/internal/wait"
 )
 
 // StreamConfig is one direction of an in-memory stream connection. Its zero
@@ -50,7 +52,7 @@ type streamDir struct {
 	cfg StreamConfig
 
 	mu            sync.Mutex
-	changed       signal
+	changed       wait.Signal
 	busyUntil     time.Time // when the serialiser is free
 	inFlight      []segment // written, not yet arrived, by arrival
 	flightBytes   int
@@ -152,19 +154,19 @@ func (c *StreamConn) Read(b []byte) (int, error) {
 		if len(d.readable) > 0 {
 			n := copy(b, d.readable)
 			d.readable = d.readable[n:]
-			d.changed.broadcast() // the window opened
+			d.changed.Broadcast() // the window opened
 			return n, nil
 		}
 		if d.eof {
 			return 0, io.EOF
 		}
-		if deadlinePassed(d.readDeadline) {
+		if wait.Passed(d.readDeadline) {
 			return 0, c.opError("read", errTimeout)
 		}
-		changed := d.changed.wait()
+		changed := d.changed.Wait()
 		wake := earlier(d.readDeadline, next)
 		d.mu.Unlock()
-		sleepUntil(changed, wake)
+		wait.Until(changed, wake)
 		d.mu.Lock()
 	}
 }
@@ -182,24 +184,24 @@ func (c *StreamConn) Write(b []byte) (int, error) {
 		if d.readerClosed {
 			return written, c.opError("write", io.ErrClosedPipe)
 		}
-		if deadlinePassed(d.writeDeadline) {
+		if wait.Passed(d.writeDeadline) {
 			return written, c.opError("write", errTimeout)
 		}
 		now := time.Now()
 		next := d.arrive(now)
 		room := d.cfg.Window - d.flightBytes - len(d.readable)
 		if room <= 0 {
-			changed := d.changed.wait()
+			changed := d.changed.Wait()
 			wake := earlier(d.writeDeadline, next)
 			d.mu.Unlock()
-			sleepUntil(changed, wake)
+			wait.Until(changed, wake)
 			d.mu.Lock()
 			continue
 		}
 		n := min(room, streamMSS, len(b)-written)
 		d.send(append([]byte(nil), b[written:written+n]...), false, now)
 		written += n
-		d.changed.broadcast()
+		d.changed.Broadcast()
 	}
 	return written, nil
 }
@@ -216,11 +218,11 @@ func (c *StreamConn) Close() error {
 		c.out.finSent = true
 		c.out.send(nil, true, time.Now())
 	}
-	c.out.changed.broadcast()
+	c.out.changed.Broadcast()
 	c.out.mu.Unlock()
 	c.in.mu.Lock()
 	c.in.readerClosed = true
-	c.in.changed.broadcast()
+	c.in.changed.Broadcast()
 	c.in.mu.Unlock()
 	return nil
 }
@@ -242,7 +244,7 @@ func (c *StreamConn) SetReadDeadline(t time.Time) error {
 	c.in.mu.Lock()
 	defer c.in.mu.Unlock()
 	c.in.readDeadline = t
-	c.in.changed.broadcast()
+	c.in.changed.Broadcast()
 	return nil
 }
 
@@ -251,7 +253,7 @@ func (c *StreamConn) SetWriteDeadline(t time.Time) error {
 	c.out.mu.Lock()
 	defer c.out.mu.Unlock()
 	c.out.writeDeadline = t
-	c.out.changed.broadcast()
+	c.out.changed.Broadcast()
 	return nil
 }
 

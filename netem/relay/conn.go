@@ -129,6 +129,9 @@ func newConn(l link, peer net.Addr, session SessionID, role Role) *Conn {
 	}
 }
 
+// longAgo is a deadline that has passed, to wake a blocked read.
+var longAgo = time.Unix(1, 0)
+
 // bind runs the bind exchange on a Conn nobody else reads yet, sending the
 // bind message again every retransmit (never if it is 0).
 func (c *Conn) bind(ctx context.Context, retransmit time.Duration) (err error) {

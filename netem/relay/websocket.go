@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nuvirahub/latencylab/netem/internal/wait"
+
 	"github.com/coder/websocket"
 )
 
@@ -247,12 +249,11 @@ type wsLink struct {
 	local, remote net.Addr
 
 	mu            sync.Mutex
-	changed       signal
+	changed       wait.Signal
+	deadline      wait.Deadlines // guarded by mu, broadcast on changed
 	queue         [][]byte
 	queued, limit int
 	readErr       error // why the reading goroutine stopped
-	readDeadline  time.Time
-	writeDeadline time.Time
 	closed        bool
 	done          chan struct{} // the reading goroutine ended
 }
@@ -262,6 +263,7 @@ func newWSLink(c *websocket.Conn, local, remote net.Addr, limit int) *wsLink {
 		local = remote
 	}
 	l := &wsLink{c: c, local: local, remote: remote, limit: limit, done: make(chan struct{})}
+	l.deadline = wait.Deadlines{Mu: &l.mu, Changed: &l.changed}
 	go l.readLoop()
 	return l
 }
@@ -280,7 +282,7 @@ func (l *wsLink) readLoop() {
 			l.queue = append(l.queue, data)
 			l.queued += len(data)
 		}
-		l.changed.broadcast()
+		l.changed.Broadcast()
 		l.mu.Unlock()
 		if err != nil {
 			return
@@ -305,12 +307,12 @@ func (l *wsLink) recv(b []byte) (int, error) {
 			// The relay closed the tunnel, or it broke: either way it is
 			// closed for good, which is what readers test for.
 			return 0, l.opError("read", errors.Join(net.ErrClosed, l.readErr))
-		case deadlinePassed(l.readDeadline):
+		case wait.Passed(l.deadline.Read):
 			return 0, l.opError("read", os.ErrDeadlineExceeded)
 		}
-		changed, deadline := l.changed.wait(), l.readDeadline
+		changed, deadline := l.changed.Wait(), l.deadline.Read
 		l.mu.Unlock()
-		sleepUntil(changed, deadline)
+		wait.Until(changed, deadline)
 		l.mu.Lock()
 	}
 }
@@ -320,12 +322,12 @@ func (l *wsLink) recv(b []byte) (int, error) {
 // half written), unlike a UDP socket's.
 func (l *wsLink) send(b []byte) error {
 	l.mu.Lock()
-	closed, deadline := l.closed, l.writeDeadline
+	closed, deadline := l.closed, l.deadline.Write
 	l.mu.Unlock()
 	if closed {
 		return l.opError("write", net.ErrClosed)
 	}
-	if deadlinePassed(deadline) {
+	if wait.Passed(deadline) {
 		return l.opError("write", os.ErrDeadlineExceeded)
 	}
 	ctx := context.Background()
@@ -342,20 +344,9 @@ func (l *wsLink) send(b []byte) error {
 
 func (l *wsLink) LocalAddr() net.Addr { return l.local }
 
-func (l *wsLink) SetReadDeadline(t time.Time) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.readDeadline = t
-	l.changed.broadcast()
-	return nil
-}
+func (l *wsLink) SetReadDeadline(t time.Time) error { return l.deadline.SetReadDeadline(t) }
 
-func (l *wsLink) SetWriteDeadline(t time.Time) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.writeDeadline = t
-	return nil
-}
+func (l *wsLink) SetWriteDeadline(t time.Time) error { return l.deadline.SetWriteDeadline(t) }
 
 func (l *wsLink) SetReadBuffer(bytes int) error {
 	if bytes <= 0 {
@@ -377,7 +368,7 @@ func (l *wsLink) Close() error {
 	}
 	l.closed = true
 	l.queue, l.queued = nil, 0
-	l.changed.broadcast()
+	l.changed.Broadcast()
 	l.mu.Unlock()
 	err := l.c.Close(websocket.StatusNormalClosure, "")
 	<-l.done
