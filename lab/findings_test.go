@@ -11,6 +11,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/viewer"
 )
@@ -49,8 +50,8 @@ func TestCleanLANMedianIsTheSumOfTheStages(t *testing.T) {
 	for _, f := range res.Displayed() {
 		sizes = append(sizes, time.Duration(f.Bytes)*8) // ns at 1 Gbit/s
 	}
-	stages := time.Millisecond + 9*time.Millisecond + 250*time.Microsecond + Median(sizes) + viewer.DefaultDecode
-	require.InDelta(t, stages, Median(lat), float64(time.Millisecond), "median %v, stages %v", Median(lat), stages)
+	stages := time.Millisecond + 9*time.Millisecond + 250*time.Microsecond + quantile.Median(sizes) + viewer.DefaultDecode
+	require.InDelta(t, stages, quantile.Median(lat), float64(time.Millisecond), "median %v, stages %v", quantile.Median(lat), stages)
 
 	worst := time.Duration(0)
 	for _, f := range res.Displayed() {
@@ -60,7 +61,7 @@ func TestCleanLANMedianIsTheSumOfTheStages(t *testing.T) {
 		worst = max(worst, (f.Estimated - f.Latency()).Abs())
 	}
 	require.Less(t, worst, time.Millisecond, "the viewer's estimate vs the truth")
-	t.Logf("N3: median %v (stages %v), %d frames; estimate error at most %v with +3 s / 50 ppm", Median(lat), stages, len(lat), worst)
+	t.Logf("N3: median %v (stages %v), %d frames; estimate error at most %v with +3 s / 50 ppm", quantile.Median(lat), stages, len(lat), worst)
 	require.NotEmpty(t, res.Reports, "the viewer reports every 250 ms (N1)")
 	require.InDelta(t, 20*4, len(res.Reports), 2)
 }
@@ -74,7 +75,7 @@ func TestN7ImagesAgeInFrontOfTheEncoder(t *testing.T) {
 		s := Session{Seed: 1, Duration: 10 * time.Second, Uplink: lan(), Downlink: lan()}
 		s.Agent.Software = preset(t, encoder.PresetOpenH264)
 		s.Agent.OldCaptureFirst = old
-		medians[old] = Median(run(t, s).Latencies(time.Second))
+		medians[old] = quantile.Median(run(t, s).Latencies(time.Second))
 	}
 	t.Logf("N7: old %v -> fix %v", medians[true], medians[false])
 	require.Greater(t, medians[true]-medians[false], 5*time.Millisecond)
@@ -92,7 +93,7 @@ func TestN6CaptureHoldsTheDeviceLock(t *testing.T) {
 		s.Agent.OldCaptureFirst = true // the pipeline the bug lived in
 		lat := run(t, s).Latencies(time.Second)
 		worst[old] = maxDur(lat)
-		t.Logf("N6 old=%v: median %v, worst %v", old, Median(lat), worst[old])
+		t.Logf("N6 old=%v: median %v, worst %v", old, quantile.Median(lat), worst[old])
 	}
 	require.Greater(t, worst[true], 100*time.Millisecond)
 	require.Less(t, worst[false], 20*time.Millisecond)
@@ -110,7 +111,7 @@ func TestN8SlowViewer(t *testing.T) {
 		res := run(t, s)
 		lat := res.Latencies(time.Second)
 		worst[i] = maxDur(lat)
-		t.Logf("N8 old=%v: median %v worst %v, dropped %v", old, Median(lat), worst[i], res.Viewer.Dropped)
+		t.Logf("N8 old=%v: median %v worst %v, dropped %v", old, quantile.Median(lat), worst[i], res.Viewer.Dropped)
 		if !old {
 			require.Positive(t, res.Viewer.Dropped[viewer.ReasonOvertaken])
 		}
@@ -131,7 +132,7 @@ func TestN8SendCapSkipsFrames(t *testing.T) {
 	res := run(t, s)
 	lat := res.Latencies(5 * time.Second)
 	capTime := time.Duration(agent.DefaultSendCap * 8 * int64(time.Second) / 2_000_000)
-	t.Logf("N8 cap: skipped %v, median %v worst %v (256 KB at 2 Mbit/s: %v)", res.Agent.Skipped, Median(lat), maxDur(lat), capTime)
+	t.Logf("N8 cap: skipped %v, median %v worst %v (256 KB at 2 Mbit/s: %v)", res.Agent.Skipped, quantile.Median(lat), maxDur(lat), capTime)
 	require.Positive(t, res.Agent.Skipped[agent.SkipSendCap])
 	require.Less(t, maxDur(lat), 2*capTime)
 }
@@ -229,7 +230,7 @@ func TestN4ConversionOnTheGPU(t *testing.T) {
 	for _, cpu := range []bool{false, true} {
 		s := Session{Seed: 1, Duration: 5 * time.Second, Uplink: lan(), Downlink: lan()}
 		s.Agent.Capture = capture.Config{ConvertOnCPU: cpu}
-		medians[cpu] = Median(run(t, s).Latencies(time.Second))
+		medians[cpu] = quantile.Median(run(t, s).Latencies(time.Second))
 	}
 	gain := medians[true] - medians[false]
 	t.Logf("N4: median on the CPU %v, on the GPU %v: %v gained", medians[true], medians[false], gain)

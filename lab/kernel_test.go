@@ -14,6 +14,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/agent/abr"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 )
@@ -154,7 +155,7 @@ func TestKernelMeasureABR(t *testing.T) {
 			res := runKernel(t, s)
 			k := res.Kernel
 			line := fmt.Sprintf("transport=%s cc=%s median=%v displayed=%d/%d media=%.2fMbit/s",
-				k.Transport, k.Controller, Median(res.Latencies(k.Warmup)).Round(time.Millisecond),
+				k.Transport, k.Controller, quantile.Median(res.Latencies(k.Warmup)).Round(time.Millisecond),
 				len(res.Displayed()), len(res.Frames), k.MediaGoodput/1e6)
 			if k.Tunnel != nil {
 				line += fmt.Sprintf(" tunnel-retrans=%d tunnel-rtt=%v", k.Tunnel.Retransmits, k.Tunnel.RTT)

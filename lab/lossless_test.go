@@ -9,6 +9,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/encoder/lossless"
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem"
 )
 
@@ -64,7 +65,7 @@ func TestEncoderLosslessSupportMode(t *testing.T) {
 		require.Positive(t, n)
 		lat := res.Latencies(2 * time.Second) // after the keyframe (up to 0.5 MB) has crossed
 		require.NotEmpty(t, lat)
-		r := row{preset: p, bytes: total / n, median: Median(lat)}
+		r := row{preset: p, bytes: total / n, median: quantile.Median(lat)}
 		rows = append(rows, r)
 		t.Logf("%-16s keyframe %7d B, %2d frames of %7d B on average, median %v, worst %v, skipped %v",
 			p, res.Frames[0].Bytes, n, r.bytes, r.median.Round(time.Millisecond), maxDur(lat).Round(time.Millisecond), res.Agent.Skipped)

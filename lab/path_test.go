@@ -11,6 +11,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/internal/connect"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem/nat"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/netem/relay"
@@ -70,10 +71,10 @@ func TestPathSwitchesChangeOnlyThePath(t *testing.T) {
 		// 1 Gbit/s.
 		require.InDelta(t, f[k].Latency(), i[k].Latency(), float64(time.Microsecond), "frame %d: both switches make the same session", f[k].Seq)
 	}
-	extra := Median(forced.Latencies(time.Second)) - Median(direct.Latencies(time.Second))
+	extra := quantile.Median(forced.Latencies(time.Second)) - quantile.Median(direct.Latencies(time.Second))
 	require.Equal(t, 5*time.Millisecond, extra, "the relay adds its two legs and nothing else (N18: ~5 ms on a LAN)")
 	t.Logf("direct-lan %v, relay %v: +%v; connect %v (forced) and %v (ignore LAN)",
-		Median(direct.Latencies(time.Second)), Median(forced.Latencies(time.Second)), extra, forced.Path.Connect, ignored.Path.Connect)
+		quantile.Median(direct.Latencies(time.Second)), quantile.Median(forced.Latencies(time.Second)), extra, forced.Path.Connect, ignored.Path.Connect)
 }
 
 // N18: the relay forwards the QUIC packets as they are, end-to-end

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
@@ -118,7 +119,7 @@ func buildSeries(r *result.Run, p *plan, samples []Sample, off func(time.Time) t
 		lat := measure.Latencies(measure.DisplayedIn(byDisplay, a, b))
 		pt.Displayed = len(lat)
 		if len(lat) > 0 {
-			pt.LatencyMedian = measure.Quantile(lat, 0.5)
+			pt.LatencyMedian = quantile.Nearest(lat, 0.5)
 		}
 		pt.TargetBps, _ = measure.TargetAt(r, b)
 		var sent int64

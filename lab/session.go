@@ -193,17 +193,6 @@ func (r *Result) Latencies(from time.Duration) []time.Duration {
 	return out
 }
 
-// Median returns the median of ds (the lower middle for an even count), or
-// 0 for none.
-func Median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[(len(s)-1)/2]
-}
-
 // RunSession runs a session. Inside a synctest bubble it runs in virtual time.
 func RunSession(s Session) (*Result, error) {
 	return RunSessionContext(context.Background(), s)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem"
 )
 
@@ -37,7 +38,7 @@ func TestSessionSmoke(t *testing.T) {
 	res := run(t, Session{Seed: 1, Duration: 3 * time.Second, Uplink: lan(), Downlink: lan()})
 	lat := res.Latencies(time.Second)
 	require.NotEmpty(t, lat)
-	t.Logf("frames %d displayed %d median %v agent %+v viewer %+v", len(res.Frames), len(res.Displayed()), Median(lat), res.Agent, res.Viewer)
+	t.Logf("frames %d displayed %d median %v agent %+v viewer %+v", len(res.Frames), len(res.Displayed()), quantile.Median(lat), res.Agent, res.Viewer)
 	f := res.Displayed()[100]
 	t.Logf("frame: cap->conv %v conv %v enc %v ->sent %v net %v dec-start %v dec %v disp %v est %v", f.ConvertStart.Sub(f.Captured), f.ConvertEnd.Sub(f.ConvertStart), f.EncodeEnd.Sub(f.EncodeStart), f.Sent.Sub(f.EncodeEnd), f.Arrived.Sub(f.Sent), f.DecodeStart.Sub(f.Arrived), f.Decoded.Sub(f.DecodeStart), f.Displayed.Sub(f.Decoded), f.Estimated)
 }

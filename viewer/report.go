@@ -46,6 +46,8 @@ func (fg *figures) close(end time.Time) *wire.Report {
 
 // medianMin returns the median (the mean of the two middle values for an
 // even count) and the minimum; zeros for no values. ds is sorted in place.
+// This is the product's own computation for its 250 ms reports, kept as
+// the product has it; the lab's measurements use internal/quantile.
 func medianMin(ds []time.Duration) (median, least time.Duration) {
 	if len(ds) == 0 {
 		return 0, 0

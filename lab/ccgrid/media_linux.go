@@ -11,6 +11,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/agent/abr"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab"
 )
 
@@ -101,7 +102,7 @@ func runMediaCell(ctx context.Context, g Grid, mc mediaCase, root string) (Media
 	c := MediaCell{
 		Column: mc.col.Name, Transport: k.Transport, Controller: k.Controller,
 		Competing:       mode.Competing,
-		LatencyMedianMS: ms(lab.Median(lat)), LatencyP95MS: ms(p95(lat)),
+		LatencyMedianMS: ms(quantile.Median(lat)), LatencyP95MS: ms(p95(lat)),
 		Frames: len(res.Frames), Displayed: len(res.Displayed()),
 		MediaGoodputBps: k.MediaGoodput, MediaUtilisation: k.MediaUtilisation,
 		WindowSeconds: k.Window.Seconds(),
@@ -118,6 +119,5 @@ func p95(sorted []time.Duration) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := (95*len(sorted) + 99) / 100
-	return sorted[max(i, 1)-1]
+	return quantile.Nearest(sorted, 0.95)
 }

@@ -4,18 +4,18 @@
 // (Summarise). It reads only the result, so a result read back from its
 // JSON file measures exactly as the fresh one.
 //
-// Every quantile the lab reports is Quantile's nearest rank.
+// Every quantile it takes is internal/quantile's nearest rank.
 package measure
 
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -200,14 +200,6 @@ func Latencies(fs []result.FrameRecord) []time.Duration {
 	return out
 }
 
-// Quantile is the nearest-rank p-quantile of sorted values: the smallest
-// value with at least a fraction p of the values at or below it (p 0 is
-// the minimum). The tolerance keeps 0.95 x 100 from rounding up to 96.
-func Quantile(sorted []time.Duration, p float64) time.Duration {
-	i := int(math.Ceil(p*float64(len(sorted))-1e-9)) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
 func (w window) displayedFrames() []result.FrameRecord {
 	return framesIn(Displayed(w.r), w.from, w.to, displayedAt)
 }
@@ -217,7 +209,7 @@ func (w window) latencyQuantile(p float64) (time.Duration, error) {
 	if len(lat) == 0 {
 		return 0, fmt.Errorf("%w: no frame displayed in %v", ErrNoData, w)
 	}
-	return Quantile(lat, p), nil
+	return quantile.Nearest(lat, p), nil
 }
 
 func (w window) networkMedian() (time.Duration, error) {
@@ -231,7 +223,7 @@ func (w window) networkMedian() (time.Duration, error) {
 		return 0, fmt.Errorf("%w: no frame arrived in %v", ErrNoData, w)
 	}
 	slices.Sort(ds)
-	return Quantile(ds, 0.5), nil
+	return quantile.Nearest(ds, 0.5), nil
 }
 
 func (w window) estimateErrorMax() (time.Duration, error) {
@@ -438,7 +430,7 @@ func (w window) recoveries() ([]result.Recovery, error) {
 		if len(fs) == 0 {
 			return 0, false
 		}
-		return Quantile(Latencies(fs), 0.5), true
+		return quantile.Nearest(Latencies(fs), 0.5), true
 	}
 	var out []result.Recovery
 	for _, c := range changes(w.r) {

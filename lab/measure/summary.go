@@ -3,6 +3,7 @@ package measure
 import (
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/result"
 )
 
@@ -23,7 +24,7 @@ func Summarise(r *result.Run) result.Summary {
 	if len(disp) > 0 {
 		s.FirstDisplay = disp[0].Displayed
 		lat := Latencies(disp)
-		s.Latency = result.LatencySummary{Median: Quantile(lat, 0.5), P95: Quantile(lat, 0.95), P99: Quantile(lat, 0.99), Min: lat[0], Max: lat[len(lat)-1]}
+		s.Latency = result.LatencySummary{Median: quantile.Nearest(lat, 0.5), P95: quantile.Nearest(lat, 0.95), P99: quantile.Nearest(lat, 0.99), Min: lat[0], Max: lat[len(lat)-1]}
 	}
 	if v, err := w.networkMedian(); err == nil {
 		s.NetworkMedian = v

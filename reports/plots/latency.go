@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/result"
 )
 
@@ -379,7 +380,7 @@ func LatencyCDF(title string, series []Series) ([]byte, error) {
 		line.LineStyle = seriesStyle(i)
 		p.Add(line)
 		// The figures matter more than the whole of a long label.
-		p.Legend.Add(fmt.Sprintf("%s: median %s, p95 %s", legendText(s.Label), fmtMs(quantile(v, 0.5)), fmtMs(quantile(v, 0.95))), line)
+		p.Legend.Add(fmt.Sprintf("%s: median %s, p95 %s", legendText(s.Label), fmtMs(nearest(v, 0.5)), fmtMs(nearest(v, 0.95))), line)
 		drawn = true
 	}
 	if !drawn {
@@ -414,17 +415,13 @@ func sortedFirstAbove(v []float64, x float64) int {
 	return i
 }
 
-// quantile of sorted values, interpolated between neighbours.
-func quantile(sorted []float64, q float64) float64 {
+// nearest is the nearest-rank quantile of sorted values (the lab's one
+// definition, as in the run's summary), NaN for none.
+func nearest(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()
 	}
-	pos := q * float64(len(sorted)-1)
-	i := int(pos)
-	if i+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[i] + (pos-float64(i))*(sorted[i+1]-sorted[i])
+	return quantile.Nearest(sorted, q)
 }
 
 // fmtMs prints milliseconds with the precision a reader needs.

@@ -3,7 +3,6 @@ package plots
 import (
 	"fmt"
 	"image/color"
-	"slices"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -11,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/result"
 )
 
@@ -56,21 +56,9 @@ func StageMedians(r *result.Run) (stages []time.Duration, latency time.Duration,
 	}
 	stages = make([]time.Duration, len(Stages))
 	for i := range per {
-		stages[i] = medianDuration(per[i])
+		stages[i] = quantile.Median(per[i])
 	}
-	return stages, medianDuration(lat), len(lat)
-}
-
-func medianDuration(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	n := len(ds)
-	if n%2 == 1 {
-		return ds[n/2]
-	}
-	return (ds[n/2-1] + ds[n/2]) / 2
+	return stages, quantile.Median(lat), len(lat)
 }
 
 // StageBreakdown draws, per label, a horizontal bar of the median of each

@@ -4,9 +4,10 @@
 // that accounts for run-to-run noise, and the two-sample
 // Kolmogorov-Smirnov test.
 //
-// Quantiles are gonum's stat.Quantile with stat.Empirical, the
-// nearest-rank definition the lab's own measurements use (lab.Measure),
-// so a median here is the median a scenario's expectation bounds.
+// Quantiles are internal/quantile's nearest rank, the definition the lab's
+// own measurements use (package lab/measure), so a median here is the
+// median a scenario's expectation bounds; weighted bootstrap samples use
+// gonum's stat.Empirical, the same rank with weights.
 //
 // Every random draw comes from the *rand.Rand the caller passes: the same
 // seed gives the same interval, so a report can be regenerated exactly.
@@ -19,6 +20,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/nuvirahub/latencylab/internal/quantile"
 )
 
 // ErrEmpty is returned when a statistic has no data to be computed from.
@@ -48,13 +51,13 @@ func Sorted(x []float64) []float64 {
 }
 
 // Quantile is the nearest-rank q-quantile of x (x need not be sorted): the
-// smallest value with at least a fraction q of the values at or below it.
-// It panics on an empty x, like stat.Quantile.
+// smallest value with at least a fraction q of the values at or below it,
+// by internal/quantile's one definition. It panics on an empty x.
 func Quantile(x []float64, q float64) float64 {
 	if !slices.IsSorted(x) {
 		x = Sorted(x)
 	}
-	return stat.Quantile(q, stat.Empirical, x, nil)
+	return quantile.Nearest(x, q)
 }
 
 // Downsample summarises a distribution by n quantiles evenly spaced in

@@ -38,6 +38,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/codec/hextile"
 	"github.com/nuvirahub/latencylab/agent/codec/tile"
 	"github.com/nuvirahub/latencylab/agent/codec/zrle"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 )
 
 // Case is one screen: a keyframe, or a P-frame over a solid colour.
@@ -161,7 +162,7 @@ func Run(c Case, cd Codec, warmup, iters int) (Result, error) {
 			times = append(times, time.Since(start))
 		}
 	}
-	res.Median = median(times)
+	res.Median = quantile.Median(times)
 	res.MBps = float64(c.W*c.H*4) / res.Median.Seconds() / 1e6
 	return res, nil
 }

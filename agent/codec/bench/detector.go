@@ -2,12 +2,12 @@ package bench
 
 import (
 	"bytes"
-	"slices"
 	"time"
 	"unsafe"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/codec/dirty"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 )
 
 // DetectorResult is the dirty-tile detector alone on one case, beside the
@@ -60,7 +60,7 @@ func RunDetector(c Case, warmup, iters int) DetectorResult {
 	}
 	_ = sink
 	res.Dirty = len(rects)
-	res.Detect, res.BytesEqual = median(det), median(eq)
+	res.Detect, res.BytesEqual = quantile.Median(det), quantile.Median(eq)
 	return res
 }
 
@@ -71,13 +71,4 @@ func pixelBytes(f *codec.Frame) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&f.Pix[0])), 4*len(f.Pix))
-}
-
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

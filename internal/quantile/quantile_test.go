@@ -1,0 +1,45 @@
+package quantile
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
+)
+
+func TestNearestRank(t *testing.T) {
+	v := []time.Duration{10, 20, 30, 40}
+	require.Equal(t, time.Duration(10), Nearest(v, 0))
+	require.Equal(t, time.Duration(20), Nearest(v, 0.5), "the lower middle of an even count")
+	require.Equal(t, time.Duration(30), Nearest(v, 0.51))
+	require.Equal(t, time.Duration(40), Nearest(v, 1))
+	require.Equal(t, time.Duration(20), Median([]time.Duration{40, 10, 30, 20}))
+	require.Equal(t, 0.0, Median([]float64(nil)))
+}
+
+// 0.95 x 100 is a hair above 95 in floating point; the tolerance keeps the
+// 95th value.
+func TestToleranceOnTheRank(t *testing.T) {
+	v := make([]float64, 100)
+	for i := range v {
+		v[i] = float64(i + 1)
+	}
+	require.Equal(t, 95.0, Nearest(v, 0.95))
+}
+
+// The definition is gonum's empirical quantile wherever p x n is not
+// within the tolerance of a whole number.
+func TestAgreesWithGonum(t *testing.T) {
+	for n := 1; n <= 60; n++ {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i * i)
+		}
+		for _, p := range []float64{0, 0.1, 0.25, 0.33, 0.5, 0.9, 0.95, 0.99, 1} {
+			if x := p * float64(n); x != float64(int(x)) {
+				require.Equal(t, stat.Quantile(p, stat.Empirical, v, nil), Nearest(v, p), "n %d p %v", n, p)
+			}
+		}
+	}
+}
