@@ -22,7 +22,7 @@ func schema(t *testing.T) map[string]any {
 	return s
 }
 
-func keysOf(m any) []string {
+func jsonKeys(m any) []string {
 	return slices.Sorted(maps.Keys(m.(map[string]any)))
 }
 
@@ -67,13 +67,16 @@ func TestSchemaKeys(t *testing.T) {
 					kind, isDef = "scenario", true
 				}
 				require.True(t, isDef, "schema: the object at %q is not a $defs entry: give it one, named after its objects kind", at)
+				if kind == "dist_object" {
+					kind = "dist"
+				}
 				want, ok := objects[kind]
 				require.True(t, ok, "schema: $defs/%s has properties, but the loader has no object %s", kind, kind)
-				require.Equal(t, sorted(want), keysOf(props), "keys of %s", kind)
+				require.Equal(t, sorted(want), jsonKeys(props), "keys of %s", kind)
 				require.Equal(t, false, v["additionalProperties"], "%s must refuse other keys", kind)
-				for _, r := range required[kind] {
-					if kind != "scenario" || r != "duration" { // duration may come from defaults.yaml
-						require.Contains(t, strings_(v["required"]), r, "%s.%s is required", kind, r)
+				for _, f := range fieldsOf(kinds()[kind]) {
+					if f.required && (kind != "scenario" || f.key != "duration") { // duration may come from defaults.yaml
+						require.Contains(t, strings_(v["required"]), f.key, "%s.%s is required", kind, f.key)
 					}
 				}
 				found[kind] = true
@@ -172,7 +175,7 @@ func TestSchemaControllerKinds(t *testing.T) {
 			}
 		}
 		then := dig(t, rule, "then", "properties").(map[string]any)
-		require.Equal(t, sorted(refused), keysOf(then), "keys refused for kind %s", kind)
+		require.Equal(t, sorted(refused), jsonKeys(then), "keys refused for kind %s", kind)
 		for key, v := range then {
 			require.Equal(t, false, v, "%s with kind %s", key, kind)
 		}
@@ -186,7 +189,7 @@ func TestSchemaControllerKinds(t *testing.T) {
 	others := slices.DeleteFunc(slices.Clone(ControllerKinds), func(k string) bool { return k == "abr" })
 	require.Equal(t, others, strings_(dig(t, rules[0], "if", "properties", "controller", "properties", "kind", "enum")))
 	then := dig(t, rules[0], "then", "properties", "switches", "properties").(map[string]any)
-	require.Equal(t, sorted(abrSwitches), keysOf(then))
+	require.Equal(t, sorted(abrSwitches), jsonKeys(then))
 	for key, v := range then {
 		require.Equal(t, false, v, key)
 	}
