@@ -21,9 +21,9 @@ import "time"
 //     ppm, count (a plain whole number from 1), changes (a screen source's
 //     changes per second) and seed. Flags: required; later (required in
 //     every list item but the first); positive (an explicit zero, which
-//     the Scenario reads as "left out", is refused); nonempty (a string);
-//     list (a list only: no single mapping in its place); custom (the type
-//     reads the key itself, through keyDecoder).
+//     the Scenario reads as "left out", is refused); nonempty (an empty
+//     string is refused); list (a list only: no single mapping in its
+//     place); custom (the type reads the key itself, through keyDecoder).
 //   - hint: added to the message refusing a zero, saying what to write
 //     instead.
 //   - missing: what the "missing required field" message asks for.
@@ -33,7 +33,8 @@ import "time"
 //     messages and the schema's enum.
 //
 // Adding a key is adding a field here with its tags and doc comment, and
-// its checks across fields, if any, to validate.go.
+// its checks across fields, if any, to validate.go; then regenerate the
+// schema (go test ./scenarios -run TestSchemaFile -update).
 
 // Scenario is one loaded, validated scenario.
 type Scenario struct {

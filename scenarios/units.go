@@ -367,13 +367,26 @@ func (d *Drift) UnmarshalYAML(n *yaml.Node) error {
 	return unmarshal(n, unitKind{"a drift", "50ppm", ppmUnits.units}, ParsePPM, d, func(v float64) Drift { return Drift(v) })
 }
 
-func (d Duration) String() string  { return FormatDuration(time.Duration(d)) }
-func (r Rate) String() string      { return FormatRate(int64(r)) }
-func (p Percent) String() string   { return FormatPercent(float64(p)) }
-func (p Share) String() string     { return FormatPercent(float64(p)) }
-func (s Size) String() string      { return FormatBytes(int(s)) }
+// String writes the duration as a scenario does ("25ms").
+func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
+
+// String writes the rate as a scenario does ("5Mbit/s").
+func (r Rate) String() string { return FormatRate(int64(r)) }
+
+// String writes the fraction as a percentage ("1%").
+func (p Percent) String() string { return FormatPercent(float64(p)) }
+
+// String writes the fraction as a percentage ("150%").
+func (p Share) String() string { return FormatPercent(float64(p)) }
+
+// String writes the size as a scenario does ("256KB").
+func (s Size) String() string { return FormatBytes(int(s)) }
+
+// String writes the frequency ("60Hz").
 func (f Frequency) String() string { return FormatHz(float64(f)) }
-func (d Drift) String() string     { return FormatPPM(float64(d)) }
+
+// String writes the drift ("50ppm").
+func (d Drift) String() string { return FormatPPM(float64(d)) }
 
 // MarshalYAML writes the duration in its unit.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
