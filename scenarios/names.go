@@ -6,12 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/nuvirahub/latencylab/agent/encoder"
-	// The lossless encoders register their presets with agent/encoder:
-	// linked here, the presets below include them wherever scenarios is
-	// used.
-	"github.com/nuvirahub/latencylab/agent/encoder/lossless"
+	"sync"
 )
 
 // The names a scenario may use. They live here, beside the loader that
@@ -71,7 +66,45 @@ func FindingIDs() []string {
 // result file name without quoting.
 var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
-// SoftwarePresets and HardwarePresets split agent/encoder's presets: the
+// EncoderPreset is an encoder a scenario may name. A scenario names its
+// encoders by string; the lab resolves the names to encoders, and tells the
+// loader which exist (SetEncoders) so that it refuses the others with a
+// line, without the scenario format depending on the encoders and their
+// codecs.
+type EncoderPreset struct {
+	Name string
+	// Hardware marks a GPU encoder's model: listed under hardware, never
+	// the encoder.
+	Hardware bool
+	// Lossless marks a real lossless codec, whose encode time and bitrate
+	// are not the scenario's to set.
+	Lossless bool
+}
+
+var encoders struct {
+	sync.RWMutex
+	presets []EncoderPreset
+}
+
+// SetEncoders tells the loader the encoder presets that exist; the lab
+// calls it when it is linked. Until then the loader leaves encoder names
+// unchecked, and the lab refuses an unknown one when it resolves it.
+func SetEncoders(presets []EncoderPreset) {
+	encoders.Lock()
+	defer encoders.Unlock()
+	encoders.presets = slices.SortedFunc(slices.Values(presets), func(a, b EncoderPreset) int {
+		return strings.Compare(a.Name, b.Name) // messages list them in order
+	})
+}
+
+// encodersKnown tells whether SetEncoders was called.
+func encodersKnown() bool {
+	encoders.RLock()
+	defer encoders.RUnlock()
+	return encoders.presets != nil
+}
+
+// SoftwarePresets and HardwarePresets split the encoder presets: the
 // agent's `encoder` is the software fallback, `hardware` lists what it
 // probes first (N5).
 func SoftwarePresets() []string { return presetsWhere(false) }
@@ -81,13 +114,20 @@ func HardwarePresets() []string { return presetsWhere(true) }
 
 // isLossless tells whether a software preset is one of the real lossless
 // codecs, whose encode time and bitrate are not the scenario's to set.
-func isLossless(preset string) bool { return strings.HasPrefix(preset, lossless.PresetPrefix) }
+func isLossless(preset string) bool {
+	encoders.RLock()
+	defer encoders.RUnlock()
+	i := slices.IndexFunc(encoders.presets, func(p EncoderPreset) bool { return p.Name == preset })
+	return i >= 0 && encoders.presets[i].Lossless
+}
 
 func presetsWhere(hardware bool) []string {
+	encoders.RLock()
+	defer encoders.RUnlock()
 	var out []string
-	for _, name := range encoder.PresetNames() {
-		if cfg, err := encoder.Preset(name); err == nil && cfg.Hardware == hardware {
-			out = append(out, name)
+	for _, p := range encoders.presets {
+		if p.Hardware == hardware {
+			out = append(out, p.Name)
 		}
 	}
 	return out

@@ -10,188 +10,300 @@ package scenarios
 
 import "time"
 
+// The types below are the format's single description. A field's yaml tag
+// is its key; its other tags say how the loader reads it, and the schema and
+// FORMAT.md's key tables are generated or checked from them:
+//
+//   - format: the unit its text is written in, and flags. Units: duration
+//     (the default for a time.Duration, 0 or more), signed (a duration that
+//     may be negative), percent (0% to 100%), decrease and increase (the
+//     controller's percentages, with their own ranges), rate, size, hz,
+//     ppm, count (a plain whole number from 1), changes (a screen source's
+//     changes per second) and seed. Flags: required; later (required in
+//     every list item but the first); positive (an explicit zero, which
+//     the Scenario reads as "left out", is refused); nonempty (an empty
+//     string is refused); list (a list only: no single mapping in its
+//     place); custom (the type reads the key itself, through keyDecoder).
+//   - hint: added to the message refusing a zero, saying what to write
+//     instead.
+//   - missing: what the "missing required field" message asks for.
+//   - expected: what the value should be, for the messages on a value of
+//     the wrong shape ({names} stands for the list of names); names: the
+//     list of names the value takes (a key of nameLists), for those
+//     messages and the schema's enum.
+//
+// Adding a key is adding a field here with its tags and doc comment, and
+// its checks across fields, if any, to validate.go; then regenerate the
+// schema (go test ./scenarios -run TestSchemaFile -update).
+
 // Scenario is one loaded, validated scenario.
 type Scenario struct {
 	// File is where the scenario was loaded from ("library/mobile.yaml").
-	File string
+	File string `yaml:"-"`
 	// Name is unique in a library; tests and results are named after it.
-	Name string
+	Name string `yaml:"name" format:",required" expected:"a name like lan-animation" missing:"lower-case words joined by '-', like lan-animation"`
 	// Description says what the scenario shows, in a sentence or two.
-	Description string
+	Description string `yaml:"description" format:",required" expected:"a sentence or two" missing:"a sentence or two saying what the scenario shows"`
 	// Findings lists the IDs of FINDINGS.md the scenario reproduces.
-	Findings []string
+	Findings []string `yaml:"findings" expected:"a list of finding IDs like [N3, N20]"`
 	// Groups name the go test entry points that run it: "mobile", "lan",
 	// "lossy", "pipeline", "encoder", "path", "cellular", "abr" (go test
 	// ./lab -run Mobile).
-	Groups []string
+	Groups []string `yaml:"groups" expected:"a list of groups like [lan, pipeline]" names:"groups"`
 	// Duration is how long the session runs after the handshake.
-	Duration time.Duration
+	Duration time.Duration `yaml:"duration" format:",required,positive" missing:"how long the session runs, like 20s (here or in defaults.yaml)"`
 	// Seed seeds every random decision of the run.
-	Seed uint64
+	Seed uint64 `yaml:"seed" format:"seed"`
 	// Network is the path's impairments per direction.
-	Network Network
+	Network Network `yaml:"network"`
 	// Screen is the agent PC's screen content over time.
-	Screen []ScreenPhase
-	// Agent, Viewer, Clocks, Controller, Switches and Path configure the
-	// session; Expect lists what the run must show.
-	Agent      Agent
-	Viewer     Viewer
-	Clocks     Clocks
-	Controller Controller
-	Switches   Switches
-	Path       Path
-	Expect     []Expectation
+	Screen []ScreenPhase `yaml:"screen" expected:"a list of screen phases like [{at: 0s, source: animation}]"`
+	// Agent configures the controlled PC.
+	Agent Agent `yaml:"agent"`
+	// Viewer configures the viewing PC.
+	Viewer Viewer `yaml:"viewer"`
+	// Clocks offset the two PCs' clocks from true time.
+	Clocks Clocks `yaml:"clocks"`
+	// Controller is the bitrate controller and its parameters.
+	Controller Controller `yaml:"controller"`
+	// Switches restore documented old behaviour.
+	Switches Switches `yaml:"switches"`
+	// Path is how the PCs reach each other: one word, the strategy, or a
+	// mapping.
+	Path Path `yaml:"path"`
+	// Expect lists what the run must show: bounds on measurements.
+	Expect []Expectation `yaml:"expect,flow" expected:"a list of expectations like [{measure: latency.median, max: 150ms}]"`
 }
 
 // Network is a path: Down carries agent -> viewer (the video), Up viewer ->
 // agent (reports, acknowledgements). Each is a timeline of phases; a phase
 // replaces the whole set of impairments at its instant.
 type Network struct {
-	Up, Down []Phase
+	// both is one timeline for the two directions, a key of the file
+	// only: up or down replaces it for its own direction, so that defaults
+	// can set both and a scenario change one direction.
+	_ struct{} `yaml:"both" expected:"a phase (a mapping) or a list of phases"`
+	// Up is the viewer -> agent timeline.
+	Up []Phase `yaml:"up" expected:"a phase (a mapping) or a list of phases"`
+	// Down is the agent -> viewer timeline (the video).
+	Down []Phase `yaml:"down" expected:"a phase (a mapping) or a list of phases"`
 }
 
 // Phase is one step of a direction's timeline. Zero values mean "none".
 type Phase struct {
 	// At is when the phase starts, from the start of the session.
-	At time.Duration
+	At time.Duration `yaml:"at" format:",later" missing:"the instant the phase starts, like 10s (only the first phase may leave it out)"`
 	// Delay is the fixed one-way delay.
-	Delay time.Duration
+	Delay time.Duration `yaml:"delay"`
 	// Jitter adds random delay.
-	Jitter *Jitter
+	Jitter *Jitter `yaml:"jitter,flow"`
 	// Loss is independent random loss, a fraction in [0, 1].
-	Loss float64
+	Loss float64 `yaml:"loss" format:"percent"`
 	// Gilbert is Gilbert-Elliott loss instead of independent loss.
-	Gilbert *Gilbert
-	// Duplicate and Corrupt are fractions of packets duplicated and corrupted.
-	Duplicate, Corrupt float64
+	Gilbert *Gilbert `yaml:"gilbert,flow"`
+	// Duplicate is the fraction of packets duplicated.
+	Duplicate float64 `yaml:"duplicate" format:"percent"`
+	// Corrupt is the fraction of packets with one bit flipped.
+	Corrupt float64 `yaml:"corrupt" format:"percent"`
 	// Rate caps the bottleneck in bits per second (0: no cap).
-	Rate int64
+	Rate int64 `yaml:"rate" format:"rate" hint:" (leave rate out, or null, for no cap)"`
 	// Overhead is added to each packet's size for the rate cap, in bytes.
-	Overhead int
+	Overhead int `yaml:"overhead" format:"size"`
 	// Trace replaces Rate with a mahimahi trace's capacity: a path from the
 	// repository's root (testdata/traces/...), or "shared:NAME" for
 	// ../shared/traces/mahimahi/NAME.
-	Trace string
+	Trace string `yaml:"trace" format:",nonempty" expected:"a trace file path from the repository's root, or shared:NAME"`
 	// Queue bounds the bottleneck's queue.
-	Queue Queue
+	Queue Queue `yaml:"queue,flow"`
 	// Spikes adds mobile-style latency spikes.
-	Spikes *Spikes
+	Spikes *Spikes `yaml:"spikes,flow"`
 	// Outages black the link out.
-	Outages *Outages
+	Outages *Outages `yaml:"outages"`
 	// BlockUDP drops every datagram (for the WebSocket fallback).
-	BlockUDP bool
+	BlockUDP bool `yaml:"block_udp"`
 }
 
 // Jitter is random delay (netem's jitter impairment).
 type Jitter struct {
-	Spread       time.Duration // ± range (uniform) or standard deviation
-	Distribution string        // uniform, normal, pareto-normal
-	Correlation  float64       // 0..1
-	Reorder      bool
+	// Spread is the ± range (uniform) or the standard deviation.
+	Spread time.Duration `yaml:"spread" format:",required,positive" hint:" (leave jitter out for none)" missing:"the jitter's range or standard deviation, like 5ms"`
+	// Distribution is the law of the delays (uniform when left out).
+	Distribution string `yaml:"distribution" expected:"a distribution: {names}" names:"distributions"`
+	// Correlation is the correlation of successive delays, 0..1.
+	Correlation float64 `yaml:"correlation" format:"percent"`
+	// Reorder lets packets overtake each other.
+	Reorder bool `yaml:"reorder"`
 }
 
 // Gilbert is the Gilbert-Elliott loss model with tc netem's parameters.
+// Left out, r is 1-p and 1-h is 100%, as in tc; the Scenario holds the
+// values the model runs with. An explicit 0% for r or 1-h is refused:
+// netem reads 0 as "left out", and a model that never leaves, or never
+// loses in, the bad state is not a loss model.
 type Gilbert struct {
-	P, R, OneMinusH, OneMinusK float64
+	// P is the chance of moving from the good to the bad state at a packet.
+	P float64 `yaml:"p" format:"percent,required,positive" hint:" (a link that never enters the bad state loses nothing: leave gilbert out)" missing:"the chance of moving to the bad state at a packet, like 1%"`
+	// R is the chance of moving back to the good state.
+	R float64 `yaml:"r" format:"percent,positive" hint:" (the link would never leave the bad state)"`
+	// OneMinusH is the loss in the bad state.
+	OneMinusH float64 `yaml:"1-h" format:"percent,positive" hint:" (the bad state would lose nothing)"`
+	// OneMinusK is the loss in the good state.
+	OneMinusK float64 `yaml:"1-k" format:"percent"`
 }
 
 // Queue bounds a bottleneck's queue; zero fields are unlimited.
 type Queue struct {
-	Bytes   int
-	Packets int
-	Delay   time.Duration
-	CoDel   bool
+	// Bytes is the byte limit.
+	Bytes int `yaml:"bytes" format:"size,positive" hint:" (a queue of 0 bytes holds nothing; leave bytes out for no limit)"`
+	// Packets is the packet limit.
+	Packets int `yaml:"packets" format:"count" expected:"a number of packets" hint:" (a queue of 0 packets holds nothing; leave packets out for no limit)"`
+	// Delay is the longest a packet may wait in the queue.
+	Delay time.Duration `yaml:"delay" format:",positive" hint:" (leave delay out for no limit)"`
+	// CoDel manages the queue with CoDel instead of drop-tail.
+	CoDel bool `yaml:"codel"`
 }
 
 // Spikes are extra delays every few seconds (finding N14).
 type Spikes struct {
-	Min, Max        time.Duration
-	Every, Duration time.Duration
-	Offset          time.Duration
-	Random          bool
+	// Min is the smallest extra delay of a spike.
+	Min time.Duration `yaml:"min"`
+	// Max is the largest extra delay of a spike.
+	Max time.Duration `yaml:"max" format:",required,positive" hint:" (spikes of 0s add nothing: leave spikes out)" missing:"the largest extra delay of a spike, like 600ms"`
+	// Every is the interval between spikes.
+	Every time.Duration `yaml:"every" format:",required,positive" missing:"the interval between spikes, like 3s"`
+	// Duration is how long a spike lasts.
+	Duration time.Duration `yaml:"duration" format:",required,positive" missing:"how long a spike lasts, like 200ms"`
+	// Offset is the first spike's instant.
+	Offset time.Duration `yaml:"offset"`
+	// Random makes the intervals random with mean Every.
+	Random bool `yaml:"random"`
 }
 
 // Outages are blackout windows: periodic, or listed.
 type Outages struct {
-	Every, Duration, Offset time.Duration
-	Windows                 []Window
-	Hold                    bool // held and released at the end, instead of lost
+	// Every is the interval between periodic outages.
+	Every time.Duration `yaml:"every" format:",positive" missing:"the interval between outages, like 10s, or windows"`
+	// Duration is how long a periodic outage lasts.
+	Duration time.Duration `yaml:"duration" format:",positive" missing:"how long an outage lasts, like 500ms"`
+	// Offset is the first periodic outage's instant.
+	Offset time.Duration `yaml:"offset"`
+	// Windows lists the outages instead of a period.
+	Windows []Window `yaml:"windows,flow" format:",list" expected:"a list of windows like [{start: 10s, duration: 2s}]"`
+	// Hold holds packets and releases them at the end, instead of losing
+	// them.
+	Hold bool `yaml:"hold"`
 }
 
 // Window is one blackout.
 type Window struct {
-	Start, Duration time.Duration
+	// Start is when the outage starts.
+	Start time.Duration `yaml:"start" format:",required" missing:"when the outage starts, like 10s"`
+	// Duration is how long it lasts.
+	Duration time.Duration `yaml:"duration" format:",required,positive" missing:"how long the outage lasts, like 2s"`
 }
 
 // ScreenPhase is one step of the screen's timeline.
 type ScreenPhase struct {
 	// At is when the source takes over.
-	At time.Duration
+	At time.Duration `yaml:"at" format:",later" missing:"the instant the phase starts, like 10s (only the first phase may leave it out)"`
 	// Source is animation, still, typing, scrolling, video or photo.
-	Source string
-	// Complexity (0..1) overrides the source's detail where it has one.
-	Complexity float64
-	// Rate is the animation's or scrolling's change rate, or the video's
-	// frames per second (0: the source's default).
-	Rate float64
+	Source string `yaml:"source" format:",required" expected:"a source: {names}" names:"sources" missing:"one of animation, still, typing, scrolling, video, photo"`
 	// Region is the part of the screen a video, photo or scroll covers, as
 	// fractions of the screen (0: the source's default).
-	Region *Region
+	Region *Region `yaml:"region,flow"`
+	// Complexity (0..1) overrides the source's detail where it has one.
+	Complexity float64 `yaml:"complexity" format:"percent,positive" hint:" (leave complexity out for the source's own)"`
+	// Rate is the animation's or scrolling's change rate, or the video's
+	// frames per second (0: the source's default).
+	Rate float64 `yaml:"rate" format:"changes"`
 }
 
 // Region is a rectangle in fractions of the screen.
 type Region struct {
-	X, Y, W, H float64
+	// X is the left edge.
+	X float64 `yaml:"x" format:"percent,required" missing:"the left edge as a percentage of the screen's width, like 10%"`
+	// Y is the top edge.
+	Y float64 `yaml:"y" format:"percent,required" missing:"the top edge as a percentage of the screen's height, like 10%"`
+	// W is the width.
+	W float64 `yaml:"w" format:"percent,required,positive" missing:"the width as a percentage of the screen's width, like 50%"`
+	// H is the height.
+	H float64 `yaml:"h" format:"percent,required,positive" missing:"the height as a percentage of the screen's height, like 50%"`
 }
 
 // Agent configures the controlled PC.
 type Agent struct {
 	// Encoder is the software encoder's preset (default openh264-asm).
-	Encoder string
+	Encoder string `yaml:"encoder" expected:"a software encoder preset: {names}" names:"encoders"`
 	// EncodeTime overrides the preset's encode time.
-	EncodeTime *Dist
-	// Hardware lists hardware encoder presets to probe first (N5);
-	// Absent and Failing name those that are missing or fail to open.
-	Hardware, Absent, Failing []string
+	EncodeTime *Dist `yaml:"encode_time,flow"`
+	// Hardware lists hardware encoder presets to probe first (N5).
+	Hardware []string `yaml:"hardware" expected:"a list of hardware presets like [quicksync, nvenc]" names:"hardware"`
+	// Absent names those of Hardware that are missing.
+	Absent []string `yaml:"absent" expected:"a list of hardware presets like [quicksync]" names:"hardware"`
+	// Failing names those of Hardware that fail to open.
+	Failing []string `yaml:"failing" expected:"a list of hardware presets like [nvenc]" names:"hardware"`
 	// Refresh is the display refresh in Hz (default 60).
-	Refresh float64
-	// ConvertOnCPU converts colours on the processor (N4).
-	ConvertOnCPU bool
+	Refresh float64 `yaml:"refresh" format:"hz" hint:" (leave refresh out for 60Hz)"`
+	// ConvertOnCPU converts colours on the processor (N4): convert: cpu
+	// (gpu is the default).
+	ConvertOnCPU bool `yaml:"convert" format:",custom" expected:"gpu or cpu"`
 	// SendCap bounds bytes sent and unacknowledged (N8; default 256 KB).
-	SendCap int
+	SendCap int `yaml:"send_cap" format:"size,positive" hint:" (nothing could be sent; leave send_cap out for 256KB)"`
 	// RefinePasses and RefineEvery shape still-image refinement (N15);
-	// NoRefine turns it off.
-	RefinePasses int
-	RefineEvery  time.Duration
-	NoRefine     bool
+	// NoRefine turns it off. A file writes them as refine: {passes,
+	// every}, or refine: off (see refine).
+	RefinePasses int           `yaml:"-"`
+	RefineEvery  time.Duration `yaml:"-"`
+	NoRefine     bool          `yaml:"refine,flow" format:",custom"`
+}
+
+// refine is agent.refine's mapping form; Agent holds its fields flat.
+type refine struct {
+	// Passes is how many refinement passes follow a still image.
+	Passes int `yaml:"passes" format:"count" expected:"a number of passes" hint:" (write refine: off for none)"`
+	// Every is the interval between two passes.
+	Every time.Duration `yaml:"every" format:",positive"`
 }
 
 // Dist is a duration distribution: a constant, normal(mean, sd),
-// uniform(min, max) or a list.
+// uniform(min, max) or a list (see Dist's decoder).
 type Dist struct {
-	Mean, SD, Min, Max time.Duration
-	List               []time.Duration
+	// Mean is the normal's mean, or the constant.
+	Mean time.Duration `yaml:"mean"`
+	// SD is the normal's standard deviation.
+	SD time.Duration `yaml:"sd" format:",positive" hint:" (leave sd out for a constant)"`
+	// Min is the uniform's low end, or the normal's lower clamp.
+	Min time.Duration `yaml:"min"`
+	// Max is the uniform's high end, or the normal's upper clamp.
+	Max time.Duration `yaml:"max"`
+	// List is replayed in order and cycled.
+	List []time.Duration `yaml:"-"`
 }
 
 // Viewer configures the viewing PC.
 type Viewer struct {
 	// Decode is the decode time (default 3 ms).
-	Decode *Dist
+	Decode *Dist `yaml:"decode,flow"`
 	// Refresh is the display refresh in Hz (0: present when decoded).
-	Refresh float64
+	Refresh float64 `yaml:"refresh" format:"hz" hint:" (leave refresh out to present frames as soon as they are decoded)"`
 	// Present is how long a present takes.
-	Present time.Duration
+	Present time.Duration `yaml:"present"`
 }
 
 // Clocks offset the two PCs' clocks from true time (N1).
 type Clocks struct {
-	Agent, Viewer Clock
+	// Agent is the agent PC's clock error.
+	Agent Clock `yaml:"agent"`
+	// Viewer is the viewer PC's clock error.
+	Viewer Clock `yaml:"viewer"`
 }
 
 // Clock is one PC's clock error.
 type Clock struct {
-	Offset   time.Duration
-	DriftPPM float64
+	// Offset is the clock's offset from true time; it may be negative.
+	Offset time.Duration `yaml:"offset" format:"signed"`
+	// DriftPPM is how fast it drifts, in parts per million.
+	DriftPPM float64 `yaml:"drift" format:"ppm"`
 }
 
 // Controller is the bitrate controller and its parameters. Zero values mean
@@ -199,54 +311,66 @@ type Clock struct {
 type Controller struct {
 	// Kind is "fixed", "steps", "abr" (NuviraHub's adaptive bitrate, N10)
 	// or "gcc" (the delay-based part of Google Congestion Control).
-	Kind string
+	Kind string `yaml:"kind" expected:"a controller kind: {names}" names:"kinds"`
 	// Bitrate is the fixed bitrate, or the initial one, in bits/s.
-	Bitrate int64
+	Bitrate int64 `yaml:"bitrate" format:"rate,custom"`
 	// Steps change the bitrate at given instants.
-	Steps []Step
+	Steps []Step `yaml:"steps,flow" expected:"a list of steps like [{at: 5s, bitrate: 3.2Mbit/s}]" missing:"a list of steps like [{at: 5s, bitrate: 3.2Mbit/s}]"`
 	// Min and Max bound an adaptive controller's bitrate, in bits/s.
-	Min, Max int64
+	Min int64 `yaml:"min" format:"rate" hint:" (leave min out for the controller's default)"`
+	Max int64 `yaml:"max" format:"rate" hint:" (leave max out for the controller's default)"`
 	// The ABR's rule (N10): when the median latency over Window exceeds
 	// the minimum over Baseline by more than Threshold, sustained for
 	// Sustain, the bitrate falls by Decrease; when it stays within Close of
 	// it, it rises by Increase; Hold is the pause after each change; Guard
 	// is the share of the target the video must use for a change (N13).
-	Window, Baseline, Threshold, Sustain, Close, Hold time.Duration
-	Decrease, Increase, Guard                         float64
+	Window    time.Duration `yaml:"window" format:",positive" hint:" (leave window out for the controller's default)"`
+	Baseline  time.Duration `yaml:"baseline" format:",positive" hint:" (leave baseline out for the controller's default)"`
+	Threshold time.Duration `yaml:"threshold" format:",positive" hint:" (leave threshold out for the controller's default)"`
+	Sustain   time.Duration `yaml:"sustain" format:",positive" hint:" (leave sustain out for the controller's default)"`
+	Close     time.Duration `yaml:"close" format:",positive" hint:" (leave close out for the controller's default)"`
+	Hold      time.Duration `yaml:"hold" format:",positive" hint:" (leave hold out for the controller's default)"`
+	Decrease  float64       `yaml:"decrease" format:"decrease" hint:" (leave decrease out for the controller's default)"`
+	Increase  float64       `yaml:"increase" format:"increase" hint:" (leave increase out for the controller's default)"`
+	Guard     float64       `yaml:"guard" format:"percent,positive" hint:" (for no guard, write switches: {old_abr_ignores_utilisation: true}; leave guard out for the controller's default)"`
 }
 
 // Step is one scripted bitrate change.
 type Step struct {
-	At      time.Duration
-	Bitrate int64
+	// At is the instant of the change.
+	At time.Duration `yaml:"at" format:",required" missing:"the instant of the change, like 5s"`
+	// Bitrate is the new bitrate.
+	Bitrate int64 `yaml:"bitrate" format:"rate,required" missing:"the new bitrate, like 3.2Mbit/s"`
 }
 
 // Switches restore documented old behaviour; all off is the fixed product.
 type Switches struct {
-	OldWaitForFrame           bool // N6
-	OldCaptureFirst           bool // N7
-	OldShowEveryFrame         bool // N8
-	OldRestartOnBitrateChange bool // N16
+	OldWaitForFrame           bool `yaml:"old_wait_for_frame"`            // N6
+	OldCaptureFirst           bool `yaml:"old_capture_first"`             // N7
+	OldShowEveryFrame         bool `yaml:"old_show_every_frame"`          // N8
+	OldRestartOnBitrateChange bool `yaml:"old_restart_on_bitrate_change"` // N16
 	// The ABR's documented mistakes: judging total latency instead of its
 	// network part (N12), changing the bitrate whatever share of it the
 	// video uses (N13), reacting to single peaks instead of a queue that
 	// lasts a whole second (N14).
-	OldABRTotalLatency       bool
-	OldABRIgnoresUtilisation bool
-	OldABRSinglePeaks        bool
+	OldABRTotalLatency       bool `yaml:"old_abr_total_latency"`
+	OldABRIgnoresUtilisation bool `yaml:"old_abr_ignores_utilisation"`
+	OldABRSinglePeaks        bool `yaml:"old_abr_single_peaks"`
 }
 
 // Expectation bounds a named measurement over a time window.
 type Expectation struct {
 	// Measure names the measurement (see Measurements).
-	Measure string
-	// From and To bound the window from the session start; To 0 is the end.
-	From, To time.Duration
+	Measure string `yaml:"measure" format:",required" expected:"a measurement name like latency.median" names:"measurements" missing:"a measurement name, like latency.median"`
 	// Min and Max bound the value (nil: no bound), in the measurement's
 	// unit: seconds for durations, bits/s for rates, a count or a fraction.
-	Min, Max *float64
+	Min *float64 `yaml:"min" format:",custom"`
+	Max *float64 `yaml:"max" format:",custom"`
+	// From and To bound the window from the session start; To 0 is the end.
+	From time.Duration `yaml:"from"`
+	To   time.Duration `yaml:"to" format:",custom"`
 	// Line is the expectation's line in File, for reports.
-	Line int
+	Line int `yaml:"-"`
 }
 
 // Unit is what a measurement's value is.
@@ -324,18 +448,20 @@ type Path struct {
 	// Connect is the strategy: "direct" (hole punching only), "auto"
 	// (direct, then the relay, then the WebSocket tunnel), or "relay" or
 	// "websocket" to force that step.
-	Connect string
+	Connect string `yaml:"connect" expected:"a strategy: {names}" names:"paths"`
 	// AgentNAT and ViewerNAT are each PC's router: "none" (a public
 	// address) or a NAT preset (NATs).
-	AgentNAT, ViewerNAT string
+	AgentNAT  string `yaml:"agent_nat" expected:"a router: {names}" names:"nats"`
+	ViewerNAT string `yaml:"viewer_nat" expected:"a router: {names}" names:"nats"`
 	// SameRouter puts both PCs on one LAN behind the agent's router.
-	SameRouter bool
+	SameRouter bool `yaml:"same_router"`
 	// RelayDelay is the one-way delay of each leg between a site and the
 	// relay.
-	RelayDelay time.Duration
+	RelayDelay time.Duration `yaml:"relay_delay"`
 	// IgnoreLANCandidates and ForceRelay are EvertyDesk's debug switches
 	// (E14): never try the PCs' LAN addresses; go through the relay.
-	IgnoreLANCandidates, ForceRelay bool
+	IgnoreLANCandidates bool `yaml:"ignore_lan_candidates"`
+	ForceRelay          bool `yaml:"force_relay"`
 }
 
 // Plain reports whether the path is the plain link between the PCs (no

@@ -1,15 +1,19 @@
 package scenarios
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // schema reads scenario.schema.json as plain JSON.
@@ -22,7 +26,7 @@ func schema(t *testing.T) map[string]any {
 	return s
 }
 
-func keysOf(m any) []string {
+func jsonKeys(m any) []string {
 	return slices.Sorted(maps.Keys(m.(map[string]any)))
 }
 
@@ -48,57 +52,42 @@ func dig(t *testing.T, v any, path ...string) any {
 	return v
 }
 
-// TestSchemaKeys: the schema and the loader accept the same keys. Every
-// mapping of the format is a $defs entry of the same name as in objects
-// (the root is "scenario"), with exactly the loader's keys and no others.
-func TestSchemaKeys(t *testing.T) {
-	s := schema(t)
-	require.Equal(t, "https://json-schema.org/draft/2020-12/schema", s["$schema"])
-	defs := dig(t, s, "$defs").(map[string]any)
-
-	found := map[string]bool{}
-	var walk func(at string, v any)
-	walk = func(at string, v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			if props, ok := v["properties"]; ok && v["type"] == "object" {
-				kind, isDef := strings.CutPrefix(at, "$defs/")
-				if at == "" {
-					kind, isDef = "scenario", true
-				}
-				require.True(t, isDef, "schema: the object at %q is not a $defs entry: give it one, named after its objects kind", at)
-				want, ok := objects[kind]
-				require.True(t, ok, "schema: $defs/%s has properties, but the loader has no object %s", kind, kind)
-				require.Equal(t, sorted(want), keysOf(props), "keys of %s", kind)
-				require.Equal(t, false, v["additionalProperties"], "%s must refuse other keys", kind)
-				for _, r := range required[kind] {
-					if kind != "scenario" || r != "duration" { // duration may come from defaults.yaml
-						require.Contains(t, strings_(v["required"]), r, "%s.%s is required", kind, r)
-					}
-				}
-				found[kind] = true
-			}
-			for k, x := range v {
-				next := k
-				if at != "" {
-					next = at + "/" + k
-				}
-				if at == "" && k != "$defs" {
-					next = "root/" + k
-				}
-				walk(next, x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(at+"/[]", x)
-			}
+// TestSchemaValidates: a real validator accepts every library and testdata
+// scenario as written, and refuses the broken files whose mistake a schema
+// can see.
+func TestSchemaValidates(t *testing.T) {
+	data, err := os.ReadFile("scenario.schema.json")
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("scenario.schema.json", doc))
+	sch, err := c.Compile("scenario.schema.json")
+	require.NoError(t, err)
+	validate := func(file string) error {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		var v any
+		require.NoError(t, yaml.Unmarshal(data, &v), file)
+		j, err := json.Marshal(v)
+		require.NoError(t, err, file)
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+		require.NoError(t, err, file)
+		return sch.Validate(inst)
+	}
+	lib, _ := filepath.Glob("library/*.yaml")
+	good, _ := filepath.Glob("testdata/good/*.yaml")
+	require.NotEmpty(t, lib)
+	for _, file := range append(lib, good...) {
+		if filepath.Base(file) != DefaultsFile {
+			require.NoError(t, validate(file), file)
 		}
 	}
-	walk("", s)
-	for kind := range objects {
-		require.True(t, found[kind], "schema: no $defs/%s for the loader's object %s", kind, kind)
+	for _, file := range []string{"unknown-key", "missing-unit", "wrong-unit", "loss-out-of-range", "negative-rate",
+		"missing-name", "unknown-measurement", "expect-wrong-unit", "unknown-finding", "abr-key-on-fixed",
+		"abr-switch-with-fixed", "queue-packets-zero"} {
+		require.Error(t, validate("testdata/broken/"+file+".yaml"), file)
 	}
-	_ = defs
 }
 
 // TestSchemaNames: the names the schema offers are the loader's.
@@ -109,11 +98,11 @@ func TestSchemaNames(t *testing.T) {
 	require.Equal(t, JitterDistributions, def("jitter", "properties", "distribution", "enum"))
 	require.Equal(t, ControllerKinds, def("controller", "properties", "kind", "enum"))
 	require.Equal(t, sorted(SoftwarePresets()), sorted(def("agent", "properties", "encoder", "enum")))
-	require.Equal(t, sorted(HardwarePresets()), sorted(def("hardware_preset", "enum")))
+	require.Equal(t, sorted(HardwarePresets()), sorted(def("agent", "properties", "hardware", "items", "enum")))
 	require.Equal(t, Groups, strings_(dig(t, s, "properties", "groups", "items", "enum")))
 	require.Equal(t, Paths, strings_(dig(t, s, "properties", "path", "oneOf").([]any)[0].(map[string]any)["enum"]))
 	require.Equal(t, Paths, def("path", "properties", "connect", "enum"))
-	require.Equal(t, NATs, def("nat", "enum"))
+	require.Equal(t, NATs, def("path", "properties", "agent_nat", "enum"))
 	require.Equal(t, "^"+strings.Trim(namePattern.String(), "^$")+"$", dig(t, s, "properties", "name", "pattern"))
 	require.Equal(t, findingID.String(), dig(t, s, "properties", "findings", "items", "pattern"))
 	require.Len(t, FindingIDs(), 34)
@@ -172,7 +161,7 @@ func TestSchemaControllerKinds(t *testing.T) {
 			}
 		}
 		then := dig(t, rule, "then", "properties").(map[string]any)
-		require.Equal(t, sorted(refused), keysOf(then), "keys refused for kind %s", kind)
+		require.Equal(t, sorted(refused), jsonKeys(then), "keys refused for kind %s", kind)
 		for key, v := range then {
 			require.Equal(t, false, v, "%s with kind %s", key, kind)
 		}
@@ -186,7 +175,7 @@ func TestSchemaControllerKinds(t *testing.T) {
 	others := slices.DeleteFunc(slices.Clone(ControllerKinds), func(k string) bool { return k == "abr" })
 	require.Equal(t, others, strings_(dig(t, rules[0], "if", "properties", "controller", "properties", "kind", "enum")))
 	then := dig(t, rules[0], "then", "properties", "switches", "properties").(map[string]any)
-	require.Equal(t, sorted(abrSwitches), keysOf(then))
+	require.Equal(t, sorted(abrSwitches), jsonKeys(then))
 	for key, v := range then {
 		require.Equal(t, false, v, key)
 	}
@@ -233,7 +222,10 @@ func TestSchemaUnitPatterns(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 // TestFormatDoc: FORMAT.md shows the complete example the tests load, and
-// names every key and every measurement.
+// its key tables and key lists are the format's keys (those of the types
+// in scenario.go), so that they fail this test when they drift: each
+// table lists exactly its mapping's keys, each mapping described inline
+// lists its keys in order, and the measurement table is Measurements.
 func TestFormatDoc(t *testing.T) {
 	doc, err := os.ReadFile("FORMAT.md")
 	require.NoError(t, err)
@@ -241,11 +233,57 @@ func TestFormatDoc(t *testing.T) {
 	require.NoError(t, err)
 	body := string(example)[strings.Index(string(example), "name: "):]
 	require.True(t, strings.Contains(string(doc), "```yaml\n"+body+"```"), "FORMAT.md's complete example is testdata/good/every-key.yaml")
-	// Every key appears in a code span of the text before the example.
 	text := string(doc)[:strings.Index(string(doc), "## Complete example")]
+
+	// The key tables: a section's table against its mapping, the keys
+	// prefixed where one table holds several.
+	sections := map[string]string{}
+	for _, sec := range strings.Split(text, "\n### ")[1:] {
+		title, rest, _ := strings.Cut(sec, "\n")
+		sections[title] = rest
+	}
+	span := regexp.MustCompile("`([^`]*)`") // empty spans pair the fences' backticks
+	tableKeys := func(section string) []string {
+		var keys []string
+		for _, line := range strings.Split(sections[section], "\n") {
+			if !strings.HasPrefix(line, "| `") {
+				continue
+			}
+			cell := strings.Split(line, "|")[1]
+			for _, m := range span.FindAllStringSubmatch(cell, -1) {
+				keys = append(keys, m[1])
+			}
+		}
+		return sorted(keys)
+	}
+	prefixed := func(prefix string, keys []string) []string {
+		var out []string
+		for _, k := range keys {
+			out = append(out, prefix+k)
+		}
+		return out
+	}
+	for section, want := range map[string][]string{
+		"Top level":      objects["scenario"],
+		"network":        objects["phase"],
+		"agent":          objects["agent"],
+		"controller":     objects["controller"],
+		"switches":       objects["switches"],
+		"path":           objects["path"],
+		"viewer, clocks": append(prefixed("viewer.", objects["viewer"]), prefixed("clocks.", objects["clocks"])...),
+		"screen":         {"complexity", "rate", "region"}, // at and source are in the text above it
+	} {
+		require.Equal(t, sorted(want), tableKeys(section), "FORMAT.md's table in %q", section)
+	}
+	// The mappings described inline, as {key, key, ...}.
+	for _, kind := range []string{"jitter", "gilbert", "queue", "spikes", "screen_phase", "region", "refine",
+		"clock", "step", "expectation", "window"} {
+		require.Contains(t, text, "{"+strings.Join(objects[kind], ", ")+"}", "FORMAT.md lists the keys of %s", kind)
+	}
+	// The rest (network, outages, dist) name every key somewhere.
 	words := map[string]bool{}
-	for _, span := range regexp.MustCompile("`[^`]*`").FindAllString(text, -1) {
-		for _, w := range regexp.MustCompile(`[a-z0-9_-]+`).FindAllString(span, -1) {
+	for _, m := range span.FindAllString(text, -1) {
+		for _, w := range regexp.MustCompile(`[a-z0-9_-]+`).FindAllString(m, -1) {
 			words[w] = true
 		}
 	}

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The unit parsers read values the way people write them in scenario files:
@@ -279,4 +282,187 @@ func parseNumber(s string, what string) (float64, error) {
 		return 0, fmt.Errorf("%s is not a valid number: expected %s", s, what)
 	}
 	return v, nil
+}
+
+// The typed units read one value from its YAML node (yaml.Unmarshaler, so
+// that the node, and with it the line, is at hand) and write it back
+// (yaml.Marshaler and String). A Scenario holds plain Go numbers; the
+// loader reads a field through the unit its format tag names (units) and
+// converts. Their errors are the message part of an *Error.
+type (
+	// Duration is a duration: "25ms", "1.5s", "1m30s".
+	Duration time.Duration
+	// Rate is a bit rate in bits per second: "5Mbit/s".
+	Rate int64
+	// Percent is a fraction from 0 to 1, written as a percentage: "1%".
+	Percent float64
+	// Share is a fraction that may lie outside 0-1, written as a
+	// percentage: a controller's "150%" increase.
+	Share float64
+	// Size is a number of bytes: "256KB".
+	Size int
+	// Frequency is in Hz: "60Hz".
+	Frequency float64
+	// Drift is a clock drift in parts per million: "50ppm".
+	Drift float64
+)
+
+// scalarOf returns n's text, or the error for a value that is not one.
+func scalarOf(n *yaml.Node, expected string) (string, error) {
+	r := resolve(n)
+	if r.Kind != yaml.ScalarNode {
+		return "", errors.New("expected " + expected + ", got " + describe(n))
+	}
+	return r.Value, nil
+}
+
+// unmarshal reads n's text with parse into *dst.
+func unmarshal[T, V any](n *yaml.Node, k unitKind, parse func(string) (V, error), dst *T, conv func(V) T) error {
+	s, err := scalarOf(n, k.what+" like "+k.example)
+	if err != nil {
+		return err
+	}
+	v, err := parse(s)
+	if err != nil {
+		return err
+	}
+	*dst = conv(v)
+	return nil
+}
+
+// UnmarshalYAML reads a duration.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	return unmarshal(n, durationUnits, ParseDuration, d, func(v time.Duration) Duration { return Duration(v) })
+}
+
+// UnmarshalYAML reads a rate.
+func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
+	return unmarshal(n, rateUnits, ParseRate, r, func(v int64) Rate { return Rate(v) })
+}
+
+// UnmarshalYAML reads a percentage from 0% to 100%.
+func (p *Percent) UnmarshalYAML(n *yaml.Node) error {
+	return unmarshal(n, percentUnits, ParsePercent, p, func(v float64) Percent { return Percent(v) })
+}
+
+// UnmarshalYAML reads a percentage of any size.
+func (p *Share) UnmarshalYAML(n *yaml.Node) error {
+	return unmarshal(n, percentUnits, parseShare, p, func(v float64) Share { return Share(v) })
+}
+
+// UnmarshalYAML reads a size.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	return unmarshal(n, byteUnits, ParseBytes, s, func(v int) Size { return Size(v) })
+}
+
+// UnmarshalYAML reads a frequency.
+func (f *Frequency) UnmarshalYAML(n *yaml.Node) error {
+	return unmarshal(n, hzUnits, ParseHz, f, func(v float64) Frequency { return Frequency(v) })
+}
+
+// UnmarshalYAML reads a clock drift.
+func (d *Drift) UnmarshalYAML(n *yaml.Node) error {
+	// "a drift like 50ppm" is the message's own wording, shorter than the
+	// unit's description.
+	return unmarshal(n, unitKind{"a drift", "50ppm", ppmUnits.units}, ParsePPM, d, func(v float64) Drift { return Drift(v) })
+}
+
+// String writes the duration as a scenario does ("25ms").
+func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
+
+// String writes the rate as a scenario does ("5Mbit/s").
+func (r Rate) String() string { return FormatRate(int64(r)) }
+
+// String writes the fraction as a percentage ("1%").
+func (p Percent) String() string { return FormatPercent(float64(p)) }
+
+// String writes the fraction as a percentage ("150%").
+func (p Share) String() string { return FormatPercent(float64(p)) }
+
+// String writes the size as a scenario does ("256KB").
+func (s Size) String() string { return FormatBytes(int(s)) }
+
+// String writes the frequency ("60Hz").
+func (f Frequency) String() string { return FormatHz(float64(f)) }
+
+// String writes the drift ("50ppm").
+func (d Drift) String() string { return FormatPPM(float64(d)) }
+
+// MarshalYAML writes the duration in its unit.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalYAML writes the rate in its unit.
+func (r Rate) MarshalYAML() (any, error) { return r.String(), nil }
+
+// MarshalYAML writes the percentage.
+func (p Percent) MarshalYAML() (any, error) { return p.String(), nil }
+
+// MarshalYAML writes the percentage.
+func (p Share) MarshalYAML() (any, error) { return p.String(), nil }
+
+// MarshalYAML writes the size in its unit.
+func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+
+// MarshalYAML writes the frequency in its unit.
+func (f Frequency) MarshalYAML() (any, error) { return f.String(), nil }
+
+// MarshalYAML writes the drift in its unit.
+func (d Drift) MarshalYAML() (any, error) { return d.String(), nil }
+
+// unitSpec is how the loader reads a unit named in a format tag: its type,
+// and the message for a value out of the field's range ("" when in range),
+// given the value as written and as a number.
+type unitSpec struct {
+	typ   reflect.Type
+	check func(f field, s string, v float64) string
+}
+
+// aboveZero refuses 0 for a positive field: what says the range.
+func aboveZero(what string) func(f field, s string, v float64) string {
+	return func(f field, s string, v float64) string {
+		if f.positive && v == 0 {
+			return s + " out of range: expected " + what + f.hint
+		}
+		return ""
+	}
+}
+
+// shareIn checks a controller percentage against its range; the hint is
+// added when the value is 0%, which a Scenario reads as "the default".
+func shareIn(r shareRange) func(f field, s string, v float64) string {
+	return func(f field, s string, v float64) string {
+		if r.in(v) {
+			return ""
+		}
+		hint := f.hint
+		if v != 0 {
+			hint = ""
+		}
+		return s + " out of range: expected " + r.what + hint
+	}
+}
+
+var units = map[string]unitSpec{
+	"duration": {reflect.TypeFor[Duration](), func(f field, s string, v float64) string {
+		if v < 0 {
+			return s + " out of range: expected a duration of 0s or more"
+		}
+		return aboveZero("a duration above 0s")(f, s, v)
+	}},
+	"signed":   {reflect.TypeFor[Duration](), func(field, string, float64) string { return "" }},
+	"percent":  {reflect.TypeFor[Percent](), aboveZero("a percentage above 0%")},
+	"decrease": {reflect.TypeFor[Share](), shareIn(decreaseRange)},
+	"increase": {reflect.TypeFor[Share](), shareIn(increaseRange)},
+	"rate": {reflect.TypeFor[Rate](), func(f field, s string, v float64) string {
+		f.positive = true // a rate of nothing is never meant
+		return aboveZero("a rate above 0bit/s")(f, s, v)
+	}},
+	"size": {reflect.TypeFor[Size](), aboveZero("a size above 0B")},
+	"hz": {reflect.TypeFor[Frequency](), func(f field, s string, v float64) string {
+		if !(v > 0 && v <= maxRefresh) {
+			return s + " out of range: expected a frequency above 0Hz and at most 1000Hz" + f.hint
+		}
+		return ""
+	}},
+	"ppm": {reflect.TypeFor[Drift](), func(field, string, float64) string { return "" }},
 }

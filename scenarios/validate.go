@@ -340,7 +340,8 @@ func (v validator) screen() {
 func (v validator) agent() {
 	a := v.s.Agent
 	soft, hard := SoftwarePresets(), HardwarePresets()
-	if a.Encoder != "" {
+	known := encodersKnown() // the names are checked only when the lab told them
+	if a.Encoder != "" && known {
 		if slices.Contains(hard, a.Encoder) {
 			v.errf("agent.encoder", nil, "%s is a hardware preset: list it under hardware; encoder takes a software preset, one of %s", a.Encoder, list(soft))
 		} else if msg := checkName(a.Encoder, "encoder preset", "", soft); msg != "" {
@@ -361,9 +362,9 @@ func (v validator) agent() {
 	for i, h := range a.Hardware {
 		f := "agent.hardware" + idx(i)
 		switch {
-		case slices.Contains(soft, h):
+		case known && slices.Contains(soft, h):
 			v.errf(f, nil, "%s is a software preset: name it as the encoder; hardware takes one of %s", h, list(hard))
-		case !slices.Contains(hard, h):
+		case known && !slices.Contains(hard, h):
 			v.rep(f, nil, checkName(h, "hardware preset", "", hard))
 		case slices.Index(a.Hardware, h) < i:
 			v.errf(f, nil, "%s is listed twice", h)
