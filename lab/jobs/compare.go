@@ -99,15 +99,8 @@ func changed(sj ScenarioJudgement, o reports.Outcome) string {
 // writes a report with the evidence, plots and the verdict.
 func Compare(t *testing.T, o CompareOptions) (*CompareRun, error) {
 	t.Helper()
-	if o.Root == "" {
-		root, err := ModuleRoot()
-		if err != nil {
-			return nil, err
-		}
-		o.Root = root
-	}
-	if len(o.Seeds) == 0 {
-		o.Seeds = DefaultSeeds
+	if err := defaultRootAndSeeds(&o.Root, &o.Seeds); err != nil {
+		return nil, err
 	}
 	if o.A == "" || o.B == "" {
 		return nil, errors.New("compare needs two configurations, -a and -b: names like old-pipeline, settings like threshold=80ms, or both")

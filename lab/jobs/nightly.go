@@ -78,15 +78,8 @@ type NightlyRun struct {
 // are in the judgement, for the caller to fail on.
 func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 	t.Helper()
-	if o.Root == "" {
-		root, err := ModuleRoot()
-		if err != nil {
-			return nil, err
-		}
-		o.Root = root
-	}
-	if len(o.Seeds) == 0 {
-		o.Seeds = DefaultSeeds
+	if err := defaultRootAndSeeds(&o.Root, &o.Seeds); err != nil {
+		return nil, err
 	}
 	if o.Config == "" {
 		o.Config = AsWritten

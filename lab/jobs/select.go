@@ -55,6 +55,22 @@ func Select(group string, names []string) ([]*scenarios.Scenario, error) {
 // writes them.
 func ModuleRoot() (string, error) { return modroot.Find() }
 
+// defaultRootAndSeeds fills in the options every job shares: the module
+// root when none is given, and DefaultSeeds when no seed is.
+func defaultRootAndSeeds(root *string, seeds *[]uint64) error {
+	if *root == "" {
+		r, err := ModuleRoot()
+		if err != nil {
+			return err
+		}
+		*root = r
+	}
+	if len(*seeds) == 0 {
+		*seeds = DefaultSeeds
+	}
+	return nil
+}
+
 // under resolves a path given relative to the module root.
 func under(root, p, def string) string {
 	if p == "" {
