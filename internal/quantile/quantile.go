@@ -39,10 +39,7 @@ func Median[T Number](values []T) T {
 	if len(values) == 0 {
 		return 0
 	}
-	s := make([]T, len(values))
-	copy(s, values)
-	sortNumbers(s)
+	s := slices.Clone(values)
+	slices.Sort(s)
 	return Nearest(s, 0.5)
 }
-
-func sortNumbers[T Number](s []T) { slices.Sort(s) }
