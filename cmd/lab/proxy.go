@@ -135,11 +135,14 @@ func phaseImpairments(body []byte) (up, down []netem.Impairment, err error) {
 const maxPhaseBody = 64 << 10
 
 // The API's timeouts: a client that sends its headers or body slowly, or
-// reads the answer slowly, is cut off rather than holding a connection.
+// reads the answer slowly, is cut off rather than holding a connection. The
+// write timeout runs from the end of the headers and the read timeout from
+// the connection's start, so the write timeout is the longer: a body cut off
+// by the read timeout can still be answered 408.
 const (
 	apiHeaderTimeout = 5 * time.Second
 	apiReadTimeout   = 10 * time.Second
-	apiWriteTimeout  = 10 * time.Second
+	apiWriteTimeout  = 15 * time.Second
 	apiIdleTimeout   = time.Minute
 )
 
@@ -148,6 +151,13 @@ const (
 func newAPIServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: apiHeaderTimeout, ReadTimeout: apiReadTimeout,
 		WriteTimeout: apiWriteTimeout, IdleTimeout: apiIdleTimeout, MaxHeaderBytes: 16 << 10}
+}
+
+// isTimeout reports whether err is a deadline that passed: the server's
+// read timeout cutting off a slow body.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // proxyServer is a running proxy and its API.
@@ -189,6 +199,9 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.As(err, &tooLarge):
 			http.Error(w, fmt.Sprintf("a phase is at most %d bytes", maxPhaseBody), http.StatusRequestEntityTooLarge)
+			return
+		case isTimeout(err):
+			http.Error(w, fmt.Sprintf("the body did not arrive within %v", apiReadTimeout), http.StatusRequestTimeout)
 			return
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusBadRequest)

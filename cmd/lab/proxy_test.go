@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -199,6 +201,89 @@ func TestProxyAPIRefusesBadRequests(t *testing.T) {
 	require.Positive(t, hs.ReadTimeout)
 	require.Positive(t, hs.WriteTimeout)
 	require.Positive(t, hs.IdleTimeout)
+}
+
+// pipeListener hands the server the ends of in-memory pipes, so a test in a
+// synctest bubble can hold a client past the API's timeouts in virtual time.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// dial connects a client: its end of a new pipe.
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { close(l.closed); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "pipe"} }
+
+// A slow client is cut off at the API's timeouts, measured in virtual time:
+// one that stops half-way through its headers is disconnected when the
+// header timeout passes (Go's server closes such a connection without an
+// answer); one that stops half-way through its body is answered 408 when the
+// read timeout passes; and a client that sends promptly is still served.
+func TestProxyAPICutsOffSlowClients(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := newPipeListener()
+		hs := newAPIServer(&proxyServer{proxy: nil, now: map[string]string{}})
+		served := make(chan error, 1)
+		go func() { served <- hs.Serve(l) }()
+
+		// Half the headers, then nothing.
+		c := l.dial()
+		_, err := io.WriteString(c, "PUT /up HTTP/1.1\r\nHost: lab\r\n")
+		require.NoError(t, err)
+		answer, err := io.ReadAll(c)
+		require.NoError(t, err)
+		require.Empty(t, answer, "a slow header is closed without an answer")
+		require.Equal(t, apiHeaderTimeout, time.Since(start))
+		c.Close()
+
+		// Whole headers, half the body, then nothing.
+		start = time.Now()
+		c = l.dial()
+		_, err = io.WriteString(c, "PUT /up HTTP/1.1\r\nHost: lab\r\nContent-Length: 100\r\n\r\n{delay: ")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		require.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "%s", body)
+		require.Equal(t, "the body did not arrive within 10s\n", string(body))
+		require.Equal(t, apiReadTimeout, time.Since(start))
+		c.Close()
+
+		// A prompt client with a bad phase still gets the loader's message:
+		// the server is not left holding anything.
+		c = l.dial()
+		_, err = io.WriteString(c, "PUT /up HTTP/1.1\r\nHost: lab\r\nContent-Length: 13\r\n\r\n{colour: red}")
+		require.NoError(t, err)
+		resp, err = http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		body, _ = io.ReadAll(resp.Body)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		require.Contains(t, string(body), "colour")
+		c.Close()
+
+		require.NoError(t, hs.Close())
+		require.ErrorIs(t, <-served, http.ErrServerClosed)
+	})
 }
 
 // Whatever a client PUTs, the API answers without panicking: a phase for
