@@ -97,8 +97,9 @@ const (
 // held to each other within their noise. The bulk runs lose 1.5 to 2.5%
 // in real time for the same reason (quic-go's pacing and acknowledgement
 // timers) and, in the kernel mode, because its links serialise the 28 bytes
-// of IP and UDP header that the other engines' links do not count; the 5%
-// bound fails the 12.6% that 1441-byte packets gain over 1280-byte ones.
+// of IP and UDP header that the other engines' links do not count. So the
+// goodput, like the latency, is bounded one-sided: a little more is lost
+// to a busy machine's late timers, and no more than noise gained.
 const (
 	// realTimeLatenessMedian and realTimeLatenessP95 bound how much longer
 	// a real-time engine's pooled median and p95 may be than the virtual
@@ -114,9 +115,16 @@ const (
 	// 0.7 ms): several times the run-to-run movement.
 	engineRealMedianTol = 1 * time.Millisecond
 	engineRealP95Tol    = 3 * time.Millisecond
-	// engineGoodputTol bounds the mean over the seeds of each seed's
-	// goodput ratio to the virtual run of the same seed, minus one.
-	engineGoodputTol = 0.05
+	// engineGoodputGain bounds how much more goodput a real-time engine may
+	// carry than virtual time: the mean over the seeds of each seed's ratio
+	// to the virtual run of the same seed, minus one. 1441-byte packets
+	// against 1280-byte ones gained 12.6%, which this fails.
+	engineGoodputGain = 0.05
+	// engineGoodputLoss bounds how much less it may carry. Late timers cost
+	// real time goodput, never gain it: 1.5 to 2.5% on a quiet machine,
+	// 5.1 to 5.5% with the load average at 4 to 7 (other tests beside it,
+	// as under go test ./...); twice that.
+	engineGoodputLoss = 0.10
 )
 
 // engineFigures is what one engine measured for one seed.
@@ -142,9 +150,9 @@ type bulkFigures struct {
 // TestEnginesAgree runs the same media session and the same QUIC bulk flow
 // over the three engines and checks that they agree: the media latency's
 // median and p95, and the bulk goodput. The virtual runs come first, alone,
-// so that their CPU does not delay the real-time ones; the real-time runs
-// (both engines, all seeds, media and bulk) then run side by side and take
-// about 15 s of wall time together. Without kernel mode (not root, no
+// so that their CPU does not delay the real-time ones; then each real-time
+// engine's runs (all seeds, media and bulk) run side by side, about 12.5 s
+// of wall time an engine. Without kernel mode (not root, no
 // /dev/net/tun) the kernel engine is skipped through requireKernel, and the
 // proxy is still compared.
 func TestEnginesAgree(t *testing.T) {
@@ -185,16 +193,16 @@ func TestEnginesAgree(t *testing.T) {
 		{name: "kernel", media: func(s Session) Session { s.Kernel = &KernelMode{}; return s }, bulk: kernelBulk,
 			require: func(t *testing.T) { requireKernel(t) }, header: 28},
 	}
-	// All real-time runs go side by side, each on goroutines of its own
-	// rather than as parallel subtests, which -test.parallel (GOMAXPROCS by
-	// default) would queue two at a time.
+	// One engine at a time, its runs (every seed's media session and bulk
+	// flow) side by side on goroutines of their own: both engines at once
+	// put sixteen real-time runs on two cores, whose late timers then
+	// measured the machine rather than the engines.
 	measured := map[string]map[uint64]*engineFigures{}
 	t.Run("real", func(t *testing.T) {
 		for _, e := range engines {
 			figs := map[uint64]*engineFigures{}
 			measured[e.name] = figs
 			t.Run(e.name, func(t *testing.T) {
-				t.Parallel()
 				e.require(t)
 				var wg sync.WaitGroup
 				errs := make(chan error, 2*len(engineSeeds))
@@ -264,7 +272,8 @@ func TestEnginesAgree(t *testing.T) {
 // allowed the real-time clock's lateness (see the bounds).
 //
 // Bulk: per seed, the goodput ratio to the virtual run of the same seed;
-// the mean of the ratios must be within engineGoodputTol of one.
+// the mean of the ratios must be at most engineGoodputGain above one and
+// engineGoodputLoss below it.
 func compareEngines(t *testing.T, name string, header int, virtual, got map[uint64]*engineFigures) {
 	var vLat, gLat []time.Duration
 	var ratios []float64
@@ -305,7 +314,8 @@ func compareEngines(t *testing.T, name string, header int, virtual, got map[uint
 	}
 	inLateness("median", vMed, gMed, realTimeLatenessMedian)
 	inLateness("p95", vP95, gP95, realTimeLatenessP95)
-	require.InDelta(t, 1, meanRatio, engineGoodputTol, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
+	require.LessOrEqual(t, meanRatio, 1+engineGoodputGain, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
+	require.GreaterOrEqual(t, meanRatio, 1-engineGoodputLoss, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
 }
 
 // pct is the nearest-rank quantile of ds, as the scenario measures take it.
