@@ -584,10 +584,17 @@ func (d *decoder) bound(n *yaml.Node, p fpath, m Measurement) (float64, bool) {
 		var v float64
 		ok := d.unit(reflect.ValueOf(&v).Elem(), field{}, units["percent"], n, p)
 		return v, ok
+	case UnitShare:
+		var v float64
+		ok := d.unit(reflect.ValueOf(&v).Elem(), field{}, shareUnit, n, p)
+		return v, ok
 	}
 	what := "a plain number like 59.5"
-	if m.Unit == UnitCount {
+	switch m.Unit {
+	case UnitCount:
 		what = "a plain whole number like 100"
+	case UnitCorrelation:
+		what = "a plain number from -1 to 1 like 0.8"
 	}
 	s, ok := d.scalar(n, p, what)
 	if !ok {
@@ -610,12 +617,25 @@ func (d *decoder) bound(n *yaml.Node, p fpath, m Measurement) (float64, bool) {
 		d.fail(n, p, err.Error())
 		return 0, false
 	}
-	if v < 0 {
+	switch {
+	case m.Unit == UnitCorrelation && (v < -1 || v > 1):
+		d.fail(n, p, s+" out of range: expected a correlation from -1 to 1")
+		return 0, false
+	case m.Unit != UnitCorrelation && v < 0:
 		d.fail(n, p, s+" out of range: expected "+m.Name+" of 0 or more")
 		return 0, false
 	}
 	return v, true
 }
+
+// shareUnit reads a share's bound: a percentage of 0% or more, which may
+// exceed 100% (the video sent over a link's capacity).
+var shareUnit = unitSpec{reflect.TypeFor[Share](), func(_ field, s string, v float64) string {
+	if v < 0 {
+		return s + " out of range: expected a percentage of 0% or more"
+	}
+	return ""
+}}
 
 // decodeNode reads a path: one word, the strategy (path: relay), or a
 // mapping.

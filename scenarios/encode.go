@@ -228,7 +228,7 @@ func fmtValue(m Measurement, v float64) string {
 		if math.Abs(v) < 9e18 && v == math.Trunc(v) {
 			return FormatRate(int64(v))
 		}
-	case UnitFraction:
+	case UnitFraction, UnitShare:
 		return FormatPercent(v)
 	}
 	return fmtFloat(v)

@@ -44,7 +44,7 @@ func TestEveryKey(t *testing.T) {
 			expectLines = append(expectLines, i+1)
 		}
 	}
-	require.Len(t, expectLines, 6)
+	require.Len(t, expectLines, 9)
 
 	want := &Scenario{
 		File:        file,
@@ -119,6 +119,9 @@ func TestEveryKey(t *testing.T) {
 			{Measure: "bitrate.mean", Min: ptr(500_000), Line: expectLines[3]},
 			{Measure: "quality.final", Min: ptr(0.95), Line: expectLines[4]},
 			{Measure: "fps", Min: ptr(29.5), Line: expectLines[5]},
+			{Measure: "recovery.under", Latency: 200 * time.Millisecond, Max: ptr(5), From: 10 * time.Second, Line: expectLines[6]},
+			{Measure: "bitrate.target", At: 12 * time.Second, Max: ptr(4_000_000), Line: expectLines[7]},
+			{Measure: "bitrate.capacity-correlation", Every: time.Second, Min: ptr(0.5), To: 20 * time.Second, Line: expectLines[8]},
 		},
 	}
 	require.Equal(t, want, s)
@@ -190,6 +193,14 @@ func TestForms(t *testing.T) {
 		}},
 		{"one expectation, to an instant", "expect: {measure: utilisation, min: 80%, to: 15s}", func(t *testing.T, s *Scenario) {
 			require.Equal(t, []Expectation{{Measure: "utilisation", Min: ptr(0.8), To: 15 * time.Second, Line: 4}}, s.Expect)
+		}},
+		{"a share above 100%, a negative correlation", "expect:\n  - {measure: utilisation.sent, max: 120%}\n  - {measure: bitrate.capacity-correlation, every: 1s, min: -0.25, max: 1}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, []Expectation{{Measure: "utilisation.sent", Max: ptr(1.2), Line: 5},
+				{Measure: "bitrate.capacity-correlation", Every: time.Second, Min: ptr(-0.25), Max: ptr(1), Line: 6}}, s.Expect)
+		}},
+		{"an instant, a latency bound", "expect: [{measure: bitrate.sent, at: 20s, min: 1Mbit/s}, {measure: latency.time-above, latency: 150ms, max: 5%, from: 1s}]", func(t *testing.T, s *Scenario) {
+			require.Equal(t, []Expectation{{Measure: "bitrate.sent", At: 20 * time.Second, Min: ptr(1_000_000), Line: 4},
+				{Measure: "latency.time-above", Latency: 150 * time.Millisecond, Max: ptr(0.05), From: time.Second, Line: 4}}, s.Expect)
 		}},
 		{"steps without kind", "controller: {steps: [{at: 0s, bitrate: 1Mbit/s}]}", func(t *testing.T, s *Scenario) {
 			require.Equal(t, Controller{Kind: "steps", Steps: []Step{{Bitrate: 1_000_000}}}, s.Controller)

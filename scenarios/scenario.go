@@ -8,7 +8,10 @@
 // holds, in Go units (durations, bits per second, fractions, bytes).
 package scenarios
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The types below are the format's single description. A field's yaml tag
 // is its key; its other tags say how the loader reads it, and the schema and
@@ -358,10 +361,20 @@ type Switches struct {
 	OldABRSinglePeaks        bool `yaml:"old_abr_single_peaks"`
 }
 
-// Expectation bounds a named measurement over a time window.
+// Expectation bounds a named measurement over a time window. A few
+// measurements read a figure of their own from a key beside measure
+// (latency, at or every; see MeasurementKeys).
 type Expectation struct {
 	// Measure names the measurement (see Measurements).
 	Measure string `yaml:"measure" format:",required" expected:"a measurement name like latency.median" names:"measurements" missing:"a measurement name, like latency.median"`
+	// Latency is the latency bound of recovery.under and
+	// latency.time-above.
+	Latency time.Duration `yaml:"latency" format:",positive" missing:"the latency bound, like 150ms"`
+	// At is the instant of bitrate.target and bitrate.sent, from the
+	// session start.
+	At time.Duration `yaml:"at" format:",positive" hint:" (at 0s nothing was sent yet, and the target is controller.bitrate)" missing:"the instant, like 10s"`
+	// Every is the averaging period of bitrate.capacity-correlation.
+	Every time.Duration `yaml:"every" format:",positive" missing:"the averaging period, like 1s"`
 	// Min and Max bound the value (nil: no bound), in the measurement's
 	// unit: seconds for durations, bits/s for rates, a count or a fraction.
 	Min *float64 `yaml:"min" format:",custom"`
@@ -383,6 +396,12 @@ const (
 	UnitRate     Unit = "rate"     // bits per second
 	UnitFraction Unit = "fraction" // 0..1, written as a percentage ("95%")
 	UnitRatio    Unit = "ratio"    // a plain number
+	// UnitShare is a fraction that may exceed 1 (sent over capacity),
+	// written as a percentage ("120%").
+	UnitShare Unit = "share"
+	// UnitCorrelation is a correlation coefficient, -1..1, written as a
+	// plain number ("0.8", "-0.2").
+	UnitCorrelation Unit = "correlation"
 )
 
 // Measurement describes one named measurement a scenario may bound.
@@ -400,6 +419,7 @@ var Measurements = []Measurement{
 	{"latency.p99", UnitDuration, "99th percentile of the same"},
 	{"latency.min", UnitDuration, "minimum of the same"},
 	{"latency.max", UnitDuration, "maximum of the same"},
+	{"latency.time-above", UnitFraction, "share of the time with a picture on the viewer's screen that the picture's latency was above `latency`"},
 	{"network.median", UnitDuration, "median network part: end of encoding to arrival (N12)"},
 	{"estimate.error.max", UnitDuration, "largest gap between the viewer's own latency estimate and the truth (N1)"},
 	{"frames.displayed", UnitCount, "frames displayed"},
@@ -413,10 +433,15 @@ var Measurements = []Measurement{
 	{"freeze.longest", UnitDuration, "the longest pause between two displayed frames"},
 	{"bitrate.mean", UnitRate, "mean bitrate of the video sent"},
 	{"bitrate.min", UnitRate, "lowest target bitrate of the controller"},
+	{"bitrate.target", UnitRate, "the controller's target bitrate at the instant `at` (not windowed)"},
+	{"bitrate.sent", UnitRate, "the video handed to QUIC in the 250 ms (the result's sample period) before the instant `at`, per second (not windowed)"},
+	{"bitrate.capacity-correlation", UnitCorrelation, "Pearson correlation of the target bitrate with the downlink's capacity, each averaged over consecutive periods of `every` (those with the downlink capped)"},
 	{"quality.final", UnitFraction, "quality figure of the last frame displayed (N15)"},
 	{"refinements", UnitCount, "refinement passes sent (N15)"},
 	{"utilisation", UnitFraction, "video bytes delivered / link capacity over the window (rate-capped links)"},
+	{"utilisation.sent", UnitShare, "video bytes handed to QUIC / the downlink's capacity over the window (rate-capped links); above 100% when the video outran the link"},
 	{"recovery", UnitDuration, "longest time after a network phase change until the latency median of a second is back within 20% of its level before"},
+	{"recovery.under", UnitDuration, "longest time after a network phase change until the median latency of the last second is under `latency` and stays under it until the next change; never back is a failed check saying so"},
 	{"time-to-low-latency", UnitDuration, "from the window's start, until the first second whose latency median is under 100 ms (N2's threshold)"},
 	{"time-to-full-use", UnitDuration, "from the window's start, until the first second in which the video uses at least 90% of the downlink's capacity"},
 	{"connect.time", UnitDuration, "from the viewer's first connection attempt to its QUIC connection (sessions with a path; not windowed)"},
@@ -425,6 +450,33 @@ var Measurements = []Measurement{
 	{"path.direct-public", UnitCount, "1 when it went between public addresses through punched holes, else 0"},
 	{"path.relay", UnitCount, "1 when the viewer reached the relay over UDP, else 0"},
 	{"path.websocket", UnitCount, "1 when the viewer reached the relay in the WebSocket tunnel, else 0"},
+}
+
+// measurementKeys names the expectation keys each measurement reads
+// besides measure, min, max, from and to; every one of them is required.
+// A measurement read at an instant (at) has no window: from and to do not
+// apply to it.
+//
+// A figure a measurement needs (a latency bound, an instant, an averaging
+// period) is a key beside measure, {measure: recovery.under, latency:
+// 150ms, max: 3s}, rather than part of the name (recovery.under.150ms, as
+// frames.skipped.REASON carries a reason): a key keeps the figure's unit,
+// parser and messages (1.5s holds a dot a name could not), the names stay a
+// fixed list for the schema's enum, and the check goes both ways, as for a
+// controller kind's keys: a key the measurement does not read is an error,
+// and so is a measurement without a key it needs.
+var measurementKeys = map[string][]string{
+	"latency.time-above":           {"latency"},
+	"recovery.under":               {"latency"},
+	"bitrate.target":               {"at"},
+	"bitrate.sent":                 {"at"},
+	"bitrate.capacity-correlation": {"every"},
+}
+
+// MeasurementKeys lists the expectation keys (latency, at, every) the
+// measurement name reads, all required; none for most.
+func MeasurementKeys(name string) []string {
+	return slices.Clone(measurementKeys[name])
 }
 
 // LookupMeasurement finds a measurement by name.

@@ -291,9 +291,10 @@ func generateSchema(t *testing.T) []byte {
 	byUnit := map[Unit]*obj{
 		UnitDuration: ref("duration"), UnitRate: ref("rate"), UnitFraction: ref("percentage"),
 		UnitCount: newObj("type", "integer", "minimum", 0), UnitRatio: newObj("type", "number", "minimum", 0),
+		UnitShare: ref("percentage_any"), UnitCorrelation: newObj("type", "number", "minimum", -1, "maximum", 1),
 	}
 	var unitRules []any
-	for _, u := range []Unit{UnitDuration, UnitCount, UnitRate, UnitFraction, UnitRatio} {
+	for _, u := range []Unit{UnitDuration, UnitCount, UnitRate, UnitFraction, UnitRatio, UnitShare, UnitCorrelation} {
 		var ms []string
 		for _, m := range Measurements {
 			if m.Unit == u {
@@ -303,8 +304,27 @@ func generateSchema(t *testing.T) []byte {
 		unitRules = append(unitRules, newObj("if", newObj("properties", newObj("measure", newObj("enum", ms))),
 			"then", newObj("properties", newObj("min", byUnit[u], "max", byUnit[u]))))
 	}
+	// A measurement that reads keys of its own requires them (and one
+	// taken at an instant has no window); a key is refused beside the
+	// measurements that do not read it.
+	dependent := newObj()
+	for _, m := range Measurements {
+		keys := MeasurementKeys(m.Name)
+		if len(keys) == 0 {
+			continue
+		}
+		then := newObj("required", keys)
+		if slices.Contains(keys, "at") {
+			then.set("properties", newObj("from", false, "to", false))
+		}
+		unitRules = append(unitRules, newObj("if", newObj("required", []string{"measure"}, "properties", newObj("measure", newObj("const", m.Name))),
+			"then", then))
+	}
+	for _, key := range []string{"latency", "at", "every"} {
+		dependent.set(key, newObj("properties", newObj("measure", newObj("enum", measurementsWith(key)))))
+	}
 	defs.vals["expectation"].(*obj).set("anyOf", []any{newObj("required", []string{"min"}), newObj("required", []string{"max"})}).
-		set("allOf", unitRules)
+		set("allOf", unitRules).set("dependentSchemas", dependent)
 
 	root := object(reflect.TypeFor[Scenario]())
 	abrOff := newObj()

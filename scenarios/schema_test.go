@@ -85,7 +85,7 @@ func TestSchemaValidates(t *testing.T) {
 	}
 	for _, file := range []string{"unknown-key", "missing-unit", "wrong-unit", "loss-out-of-range", "negative-rate",
 		"missing-name", "unknown-measurement", "expect-wrong-unit", "unknown-finding", "abr-key-on-fixed",
-		"abr-switch-with-fixed", "queue-packets-zero"} {
+		"abr-switch-with-fixed", "queue-packets-zero", "expect-missing-key", "expect-key-not-read"} {
 		require.Error(t, validate("testdata/broken/"+file+".yaml"), file)
 	}
 }
@@ -121,14 +121,19 @@ func TestSchemaNames(t *testing.T) {
 
 	// Each measurement's bounds are checked in its unit.
 	want := map[Unit]any{
-		UnitDuration: map[string]any{"$ref": "#/$defs/duration"},
-		UnitRate:     map[string]any{"$ref": "#/$defs/rate"},
-		UnitFraction: map[string]any{"$ref": "#/$defs/percentage"},
-		UnitCount:    map[string]any{"type": "integer", "minimum": 0.0},
-		UnitRatio:    map[string]any{"type": "number", "minimum": 0.0},
+		UnitDuration:    map[string]any{"$ref": "#/$defs/duration"},
+		UnitRate:        map[string]any{"$ref": "#/$defs/rate"},
+		UnitFraction:    map[string]any{"$ref": "#/$defs/percentage"},
+		UnitCount:       map[string]any{"type": "integer", "minimum": 0.0},
+		UnitRatio:       map[string]any{"type": "number", "minimum": 0.0},
+		UnitShare:       map[string]any{"$ref": "#/$defs/percentage_any"},
+		UnitCorrelation: map[string]any{"type": "number", "minimum": -1.0, "maximum": 1.0},
 	}
 	seen := map[string]bool{}
 	for _, rule := range dig(t, s, "$defs", "expectation", "allOf").([]any) {
+		if _, keyRule := dig(t, rule, "if", "properties", "measure").(map[string]any)["const"]; keyRule {
+			continue // TestSchemaMeasurementKeys
+		}
 		ms := strings_(dig(t, rule, "if", "properties", "measure", "enum"))
 		for _, name := range ms {
 			m, ok := LookupMeasurement(name)
@@ -140,6 +145,46 @@ func TestSchemaNames(t *testing.T) {
 		}
 	}
 	require.Len(t, seen, len(Measurements))
+}
+
+// TestSchemaMeasurementKeys: the schema requires the keys a measurement
+// reads (latency, at, every), refuses from and to beside one taken at an
+// instant, and refuses each key beside the measurements that do not read
+// it, as the loader does.
+func TestSchemaMeasurementKeys(t *testing.T) {
+	s := schema(t)
+	required := map[string][]string{}
+	for _, rule := range dig(t, s, "$defs", "expectation", "allOf").([]any) {
+		name, keyRule := dig(t, rule, "if", "properties", "measure").(map[string]any)["const"].(string)
+		if !keyRule {
+			continue
+		}
+		require.Equal(t, []any{"measure"}, dig(t, rule, "if", "required"))
+		require.NotContains(t, required, name, "%s in two rules", name)
+		keys := strings_(dig(t, rule, "then", "required"))
+		required[name] = keys
+		if slices.Contains(keys, "at") {
+			require.Equal(t, map[string]any{"from": false, "to": false}, dig(t, rule, "then", "properties"), name)
+		}
+	}
+	want := map[string][]string{}
+	for _, m := range Measurements {
+		if keys := MeasurementKeys(m.Name); len(keys) > 0 {
+			want[m.Name] = keys
+		}
+	}
+	require.Equal(t, want, required)
+	dependent := dig(t, s, "$defs", "expectation", "dependentSchemas").(map[string]any)
+	require.Equal(t, []string{"at", "every", "latency"}, jsonKeys(dependent))
+	for key, sch := range dependent {
+		var readers []string
+		for name, keys := range want {
+			if slices.Contains(keys, key) {
+				readers = append(readers, name)
+			}
+		}
+		require.Equal(t, sorted(readers), sorted(strings_(dig(t, sch, "properties", "measure", "enum"))), key)
+	}
 }
 
 // TestSchemaControllerKinds: where a controller's kind is written, the

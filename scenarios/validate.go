@@ -4,6 +4,7 @@ import (
 	"math"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -600,6 +601,9 @@ func (v validator) expectations() {
 				continue
 			}
 			switch x := *b.v; {
+			case m.Unit == UnitCorrelation && !(x >= -1 && x <= 1):
+				v.errf(p+"."+b.key, nil, "%s out of range: expected a correlation from -1 to 1", fmtValue(m, x))
+			case m.Unit == UnitCorrelation:
 			case !(x >= 0):
 				v.errf(p+"."+b.key, nil, "%s out of range: expected %s of 0 or more", fmtValue(m, x), m.Name)
 			case m.Unit == UnitFraction && x > 1:
@@ -611,6 +615,7 @@ func (v validator) expectations() {
 		if e.Min != nil && e.Max != nil && *e.Min > *e.Max {
 			v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", fmtValue(m, *e.Min), fmtValue(m, *e.Max))
 		}
+		v.expectationKeys(p, m, e)
 		v.nonNeg(p+".from", e.From)
 		switch {
 		case e.To < 0:
@@ -623,6 +628,63 @@ func (v validator) expectations() {
 			v.errf(p+".from", []string{"duration"}, "%s is not before the end: the scenario lasts %s", FormatDuration(e.From), FormatDuration(v.s.Duration))
 		}
 	}
+}
+
+// expectationKeys checks the keys an expectation gives its measurement
+// (latency, at, every) both ways: each key the measurement reads is there
+// and in range, and no other is given. A measurement taken at an instant
+// has no window, so from and to do not apply to it.
+func (v validator) expectationKeys(p string, m Measurement, e Expectation) {
+	reads := MeasurementKeys(m.Name)
+	for _, k := range []struct {
+		key string
+		d   time.Duration
+	}{{"latency", e.Latency}, {"at", e.At}, {"every", e.Every}} {
+		field := p + "." + k.key
+		switch read := slices.Contains(reads, k.key); {
+		case k.d != 0 && !read:
+			v.errf(field, []string{p + ".measure"}, "%s does not apply to %s: %s applies to %s", k.key, m.Name, k.key, orList(measurementsWith(k.key)))
+		case k.d == 0 && read:
+			v.errf(field, []string{p + ".measure"}, "missing required field: %s needs %s: expected %s", m.Name, k.key, fieldOf(reflect.TypeFor[Expectation](), k.key).missing)
+		case k.d < 0:
+			v.errf(field, nil, "%s out of range: expected a duration above 0s", FormatDuration(k.d))
+		}
+	}
+	if slices.Contains(reads, "at") {
+		for _, w := range []struct {
+			key string
+			d   time.Duration
+		}{{"from", e.From}, {"to", e.To}} {
+			if w.d != 0 {
+				v.errf(p+"."+w.key, []string{p + ".measure"}, "%s does not apply to %s: it is measured at one instant, at, not over a window", w.key, m.Name)
+			}
+		}
+		if e.At > 0 && v.s.Duration > 0 && e.At > v.s.Duration {
+			v.errf(p+".at", []string{"duration"}, "%s is after the end: the scenario lasts %s", FormatDuration(e.At), FormatDuration(v.s.Duration))
+		}
+	}
+	// A correlation of two points is always 1 or -1: it takes three
+	// periods to say anything.
+	end := e.To
+	if end == 0 {
+		end = v.s.Duration
+	}
+	if e.Every > 0 && slices.Contains(reads, "every") && end > e.From && 3*e.Every > end-e.From {
+		v.errf(p+".every", []string{p + ".from", p + ".to", "duration"}, "%s is too long for the window [%s, %s): expected at most a third of it (a correlation needs three periods)",
+			FormatDuration(e.Every), FormatDuration(e.From), FormatDuration(end))
+	}
+}
+
+// measurementsWith lists the measurements that read an expectation's key,
+// for error messages.
+func measurementsWith(key string) []string {
+	var out []string
+	for _, m := range Measurements {
+		if slices.Contains(measurementKeys[m.Name], key) {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // orList writes names for a message as alternatives: "a", "a or b",

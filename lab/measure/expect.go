@@ -11,14 +11,20 @@ import (
 func Evaluate(r *result.Run, exps []scenarios.Expectation) []result.Check {
 	out := make([]result.Check, 0, len(exps))
 	for _, e := range exps {
-		c := result.Check{Measure: e.Measure, From: e.From, To: e.To, Min: e.Min, Max: e.Max, Line: e.Line}
+		c := result.Check{Measure: e.Measure, From: e.From, To: e.To, Latency: e.Latency, At: e.At, Every: e.Every,
+			Min: e.Min, Max: e.Max, Line: e.Line}
 		if m, ok := scenarios.LookupMeasurement(e.Measure); ok {
 			c.Unit = m.Unit
 		}
-		if _, to, err := resolve(r, e.From, e.To); err == nil {
+		if from, to, err := resolve(r, e.From, e.To); err == nil {
 			c.To = to
+			if e.Measure == "recovery.under" && e.Latency > 0 {
+				// Each change's recovery, recovered or not, beside the
+				// longest: the check's evidence.
+				c.Recovery, _ = newWindow(r, from, to).recoveriesUnder(e.Latency)
+			}
 		}
-		v, err := Of(r, e.Measure, e.From, e.To)
+		v, err := OfWith(r, e.Measure, e.From, e.To, ParamsOf(e))
 		if err != nil {
 			c.Error = err.Error()
 		} else {

@@ -1,5 +1,6 @@
 // Package measure takes the measurements of the scenario catalogue
-// (scenarios.Measurements) from a result over any window (Of), evaluates a
+// (scenarios.Measurements) from a result over any window (Of, and OfWith
+// for those that read a figure of their own), evaluates a
 // scenario's expectations (Evaluate) and computes a result's summary
 // (Summarise). It reads only the result, so a result read back from its
 // JSON file measures exactly as the fresh one.
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -29,7 +32,51 @@ var (
 	ErrNoData = errors.New("lab: nothing to measure")
 	// ErrWindow: the window is empty or negative.
 	ErrWindow = errors.New("lab: bad window")
+	// ErrParams: a measurement lacks a figure it reads (Params), or was
+	// given one it does not read.
+	ErrParams = errors.New("lab: bad parameters")
+	// ErrNotRecovered: recovery.under: after a network phase change the
+	// latency never came back under its bound for good.
+	ErrNotRecovered = errors.New("lab: never recovered")
 )
+
+// Params are the figures some measurements read besides their window, as
+// an expectation's keys give them (scenarios.MeasurementKeys says which
+// measurement reads which); 0 is none.
+type Params struct {
+	// Latency is the latency bound of recovery.under and
+	// latency.time-above.
+	Latency time.Duration
+	// At is the instant of bitrate.target and bitrate.sent.
+	At time.Duration
+	// Every is the averaging period of bitrate.capacity-correlation.
+	Every time.Duration
+}
+
+// ParamsOf takes an expectation's figures.
+func ParamsOf(e scenarios.Expectation) Params {
+	return Params{Latency: e.Latency, At: e.At, Every: e.Every}
+}
+
+// check refuses a figure the measurement name does not read, and the lack
+// of one it does.
+func (p Params) check(name string) error {
+	reads := scenarios.MeasurementKeys(name)
+	for _, k := range []struct {
+		key string
+		d   time.Duration
+	}{{"latency", p.Latency}, {"at", p.At}, {"every", p.Every}} {
+		switch read := slices.Contains(reads, k.key); {
+		case k.d != 0 && !read:
+			return fmt.Errorf("%w: %s does not read %s", ErrParams, name, k.key)
+		case k.d == 0 && read:
+			return fmt.Errorf("%w: %s needs %s", ErrParams, name, k.key)
+		case k.d < 0:
+			return fmt.Errorf("%w: %s of %s: %v is negative", ErrParams, k.key, name, k.d)
+		}
+	}
+	return nil
+}
 
 // result.Recovery's parameters: the latency of a second, back within 20% of the
 // second before the change, looked for every 10 ms.
@@ -55,12 +102,34 @@ const (
 // middle). Of returns ErrUnknown for a name not in
 // the catalogue, ErrNoData (wrapped, saying what is missing) when the
 // window holds nothing to measure, and ErrWindow for an empty window.
+//
+// Of takes the measurements that read no figure of their own; OfWith
+// takes them all.
 func Of(r *result.Run, name string, from, to time.Duration) (float64, error) {
+	return OfWith(r, name, from, to, Params{})
+}
+
+// OfWith is Of for any measurement of the catalogue, given the figures it
+// reads (Params): ErrParams when one it reads is missing or one it does
+// not read is given. A measurement at an instant (p.At) ignores the
+// window. recovery.under returns ErrNotRecovered, saying which change,
+// when the latency never came back under its bound after one.
+func OfWith(r *result.Run, name string, from, to time.Duration, p Params) (float64, error) {
 	if _, ok := scenarios.LookupMeasurement(name); !ok {
 		return 0, fmt.Errorf("%w %q", ErrUnknown, name)
 	}
+	if err := p.check(name); err != nil {
+		return 0, err
+	}
 	if v, ok, err := measurePath(r, name); ok {
 		return v, err
+	}
+	switch name {
+	case "bitrate.target":
+		b, err := targetAtInstant(r, p.At)
+		return float64(b), err
+	case "bitrate.sent":
+		return sentAtInstant(r, p.At)
 	}
 	from, to, err := resolve(r, from, to)
 	if err != nil {
@@ -79,6 +148,8 @@ func Of(r *result.Run, name string, from, to time.Duration) (float64, error) {
 		return seconds(w.latencyQuantile(0))
 	case "latency.max":
 		return seconds(w.latencyQuantile(1))
+	case "latency.time-above":
+		return w.timeAbove(p.Latency)
 	case "network.median":
 		return seconds(w.networkMedian())
 	case "estimate.error.max":
@@ -108,6 +179,10 @@ func Of(r *result.Run, name string, from, to time.Duration) (float64, error) {
 		return float64(w.refinements()), nil
 	case "utilisation":
 		return w.utilisation()
+	case "utilisation.sent":
+		return w.utilisationSent()
+	case "bitrate.capacity-correlation":
+		return w.capacityCorrelation(p.Every)
 	case "time-to-low-latency":
 		return timeUntil(r, from, to, "latency.median", func(v float64) bool { return v < 0.100 })
 	case "time-to-full-use":
@@ -122,6 +197,12 @@ func Of(r *result.Run, name string, from, to time.Duration) (float64, error) {
 			longest = max(longest, rc.After)
 		}
 		return longest.Seconds(), nil
+	case "recovery.under":
+		rec, err := w.recoveriesUnder(p.Latency)
+		if err != nil {
+			return 0, err
+		}
+		return w.longestUnder(rec, p.Latency)
 	}
 	// The catalogue names skips and drops by reason: the reason is the
 	// rest of the name, as the agent and viewer record it.
@@ -363,6 +444,20 @@ func (w window) refinements() int {
 // the series' buckets, prorated where the window cuts one; a bucket only
 // partly capped counts whole.
 func (w window) utilisation() (float64, error) {
+	return w.overCapacity(func(f result.FrameRecord) time.Duration { return f.Arrived })
+}
+
+// utilisationSent is utilisation with the video counted when it was handed
+// to QUIC rather than when it arrived: what the agent asked of the link,
+// which may exceed what it could carry.
+func (w window) utilisationSent() (float64, error) {
+	return w.overCapacity(func(f result.FrameRecord) time.Duration { return f.Sent })
+}
+
+// overCapacity is the encoded video of the frames whose instant (0: never)
+// falls in the capped parts of the window, over the downlink's capacity
+// there.
+func (w window) overCapacity(instant func(result.FrameRecord) time.Duration) (float64, error) {
 	var capBits, videoBits float64
 	capped := false
 	for _, pt := range w.r.Series {
@@ -376,7 +471,7 @@ func (w window) utilisation() (float64, error) {
 		capped = true
 		capBits += pt.Down.CapacityBps * (hi - lo).Seconds()
 		for _, f := range w.r.Frames {
-			if f.Arrived > 0 && f.Arrived >= lo && f.Arrived < hi {
+			if t := instant(f); t > 0 && t >= lo && t < hi {
 				videoBits += float64(f.Bytes * 8)
 			}
 		}
@@ -466,6 +561,236 @@ func (w window) recoveries() ([]result.Recovery, error) {
 		return nil, fmt.Errorf("%w: no network phase change with frames displayed before it in %v", ErrNoData, w)
 	}
 	return out, nil
+}
+
+// recoveriesUnder measures, for each network phase change in the window
+// (either direction), how long the latency took to come back under bound
+// for good. The latency at an instant t is the median latency of the
+// frames displayed in the second up to it, (t-1s, t], so a frame counts by
+// its display instant, as the other latency measurements do: what the
+// viewer's screen showed then. A second without a displayed frame is not
+// under the bound (a frozen picture shows no latency). The latency is back
+// from the end of its last stretch at or above the bound before the next
+// change (or the window's end), and never came back when that stretch
+// reaches it. The median changes only where a frame enters or leaves the
+// second, so the walk visits those instants alone and is exact.
+func (w window) recoveriesUnder(bound time.Duration) ([]result.Recovery, error) {
+	disp := Displayed(w.r)
+	all := changes(w.r)
+	var out []result.Recovery
+	for i, c := range all {
+		if !w.in(c.At) {
+			continue
+		}
+		end := w.to
+		if i+1 < len(all) {
+			end = min(end, all[i+1].At)
+		}
+		c.Before, _ = trailingMedian(disp, c.At)
+		// The instants where the median can change: each display in
+		// (c.At, end) and each display's leaving a second later.
+		steps := []time.Duration{c.At}
+		for _, f := range disp {
+			for _, t := range []time.Duration{f.Displayed, f.Displayed + recoverySpan} {
+				if t > c.At && t < end {
+					steps = append(steps, t)
+				}
+			}
+		}
+		slices.Sort(steps)
+		steps = slices.Compact(steps)
+		back := c.At // the latency is under the bound from here on
+		for k, t := range steps {
+			if m, ok := trailingMedian(disp, t); !ok || m >= bound {
+				back = end
+				if k+1 < len(steps) {
+					back = steps[k+1]
+				}
+			}
+		}
+		c.Recovered, c.After = back < end, back-c.At
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no network phase change in %v", ErrNoData, w)
+	}
+	return out, nil
+}
+
+// longestUnder is recovery.under's value: the longest of the recoveries
+// rec, or ErrNotRecovered naming the first change the latency never came
+// back from, and where it stood then.
+func (w window) longestUnder(rec []result.Recovery, bound time.Duration) (float64, error) {
+	var longest time.Duration
+	for i, rc := range rec {
+		if !rc.Recovered {
+			end := rc.At + rc.After
+			until := "the window's end"
+			if i+1 < len(rec) && rec[i+1].At == end {
+				until = "the next change"
+			}
+			// The median is constant over the last stretch before end.
+			last := "no frame was displayed in the last second"
+			if m, ok := trailingMedian(Displayed(w.r), end-1); ok {
+				last = fmt.Sprintf("the median of the last second was %v", m)
+			}
+			return 0, fmt.Errorf("%w: after the change at %v (%s) the latency did not come back under %v for good before %s, at %v: %s",
+				ErrNotRecovered, rc.At, rc.Direction, bound, until, end, last)
+		}
+		longest = max(longest, rc.After)
+	}
+	return longest.Seconds(), nil
+}
+
+// trailingMedian is the median latency of the frames of disp (in order of
+// display) displayed in (t-1s, t]; false when there are none.
+func trailingMedian(disp []result.FrameRecord, t time.Duration) (time.Duration, bool) {
+	lo := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed > t-recoverySpan })
+	hi := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed > t })
+	if hi <= lo {
+		return 0, false
+	}
+	return quantile.Nearest(Latencies(disp[lo:hi]), 0.5), true
+}
+
+// timeAbove is the share of the window's time with a picture on the
+// viewer's screen during which that picture's latency was above bound:
+// each displayed frame is on the screen from its display to the next
+// one's (or the end of the session), so the frame shown when the window
+// starts counts too, and a pause counts as the frame it holds. The time
+// before the first display is left out (no picture yet).
+func (w window) timeAbove(bound time.Duration) (float64, error) {
+	disp := Displayed(w.r)
+	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= w.to })
+	if n == 0 {
+		return 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, w.to)
+	}
+	first := max(0, sort.Search(n, func(i int) bool { return disp[i].Displayed > w.from })-1)
+	var shown, above time.Duration
+	for i := first; i < n; i++ {
+		a, b := disp[i].Displayed, w.r.Ran
+		if i+1 < len(disp) {
+			b = disp[i+1].Displayed
+		}
+		lo, hi := max(a, w.from), min(b, w.to)
+		if hi <= lo {
+			continue
+		}
+		shown += hi - lo
+		if disp[i].Latency > bound {
+			above += hi - lo
+		}
+	}
+	if shown == 0 {
+		return 0, fmt.Errorf("%w: no picture on the screen in %v", ErrNoData, w)
+	}
+	return above.Seconds() / shown.Seconds(), nil
+}
+
+// targetAtInstant is the controller's bitrate at t.
+func targetAtInstant(r *result.Run, t time.Duration) (int64, error) {
+	if t > r.Ran {
+		return 0, fmt.Errorf("%w: at %v is after the session's end, %v", ErrWindow, t, r.Ran)
+	}
+	b, ok := TargetAt(r, t)
+	if !ok {
+		return 0, fmt.Errorf("%w: no bitrate set by %v", ErrNoData, t)
+	}
+	return b, nil
+}
+
+// sentAtInstant is the video handed to QUIC in the sample period before t
+// (from time zero when t is earlier), per second: what the series' point
+// ending at t shows when t is on its grid.
+func sentAtInstant(r *result.Run, t time.Duration) (float64, error) {
+	if t > r.Ran {
+		return 0, fmt.Errorf("%w: at %v is after the session's end, %v", ErrWindow, t, r.Ran)
+	}
+	step := r.SampleEvery
+	if step <= 0 {
+		step = result.DefaultSampleEvery
+	}
+	from := max(0, t-step)
+	if t <= from {
+		return 0, fmt.Errorf("%w: nothing is sent before %v", ErrNoData, t)
+	}
+	return newWindow(r, from, t).bitrateMean(), nil
+}
+
+// capacityCorrelation is the Pearson correlation of the controller's
+// target with the downlink's capacity, each averaged over the consecutive
+// periods of every from the window's start (a last, shorter period is left
+// out). A period counts only when the series covers it and the downlink is
+// capped throughout (uncapped, it has no capacity to follow). Fewer than
+// three periods, or a figure that does not change between them, give no
+// correlation.
+func (w window) capacityCorrelation(every time.Duration) (float64, error) {
+	var target, capacity []float64
+	for a := w.from; a+every <= w.to; a += every {
+		c, ok := meanCapacity(w.r, a, a+every)
+		if !ok {
+			continue
+		}
+		t, ok := targetMean(w.r, a, a+every)
+		if !ok {
+			continue
+		}
+		target, capacity = append(target, t), append(capacity, c)
+	}
+	switch {
+	case len(target) < 3:
+		return 0, fmt.Errorf("%w: %d periods of %v in %v with the downlink capped throughout: a correlation needs three", ErrNoData, len(target), every, w)
+	case stat.Variance(target, nil) == 0:
+		return 0, fmt.Errorf("%w: the target bitrate is the same in every period of %v in %v: nothing to correlate", ErrNoData, every, w)
+	case stat.Variance(capacity, nil) == 0:
+		return 0, fmt.Errorf("%w: the downlink's capacity is the same in every period of %v in %v: nothing to correlate", ErrNoData, every, w)
+	}
+	return stat.Correlation(target, capacity, nil), nil
+}
+
+// meanCapacity is the downlink's mean capacity over [a, b) from the
+// series; false unless the series covers it with capped points.
+func meanCapacity(r *result.Run, a, b time.Duration) (float64, bool) {
+	var bits float64
+	var covered time.Duration
+	for _, pt := range r.Series {
+		lo, hi := max(pt.From, a), min(pt.To, b)
+		if hi <= lo {
+			continue
+		}
+		if !pt.Down.Capped {
+			return 0, false
+		}
+		bits += pt.Down.CapacityBps * (hi - lo).Seconds()
+		covered += hi - lo
+	}
+	if covered < b-a {
+		return 0, false
+	}
+	return bits / (b - a).Seconds(), true
+}
+
+// targetMean is the controller's bitrate averaged over [a, b); false when
+// none was set at a.
+func targetMean(r *result.Run, a, b time.Duration) (float64, bool) {
+	bps, ok := TargetAt(r, a)
+	if !ok {
+		return 0, false
+	}
+	var bits float64
+	t := a
+	for _, tr := range r.Targets {
+		if tr.At <= a {
+			continue
+		}
+		if tr.At >= b {
+			break
+		}
+		bits += float64(bps) * (tr.At - t).Seconds()
+		t, bps = tr.At, tr.Bps
+	}
+	bits += float64(bps) * (b - t).Seconds()
+	return bits / (b - a).Seconds(), true
 }
 
 // timeUntil is how long after from the first one-second span starts (spans

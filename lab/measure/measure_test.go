@@ -2,11 +2,13 @@ package measure
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -154,6 +156,114 @@ func TestMeasureKnownAnswers(t *testing.T) {
 	}, rec)
 }
 
+// The measurements that read a figure of their own, on the same result.
+func TestMeasureKnownAnswersWithParams(t *testing.T) {
+	r := handmade()
+	s := time.Second
+	for _, tc := range []struct {
+		name     string
+		from, to time.Duration
+		p        Params
+		want     float64
+	}{
+		// The median latency of the second up to t, from the change at
+		// 1 s: 30 ms until 1230 (frames 20 140 230 leaving one by one),
+		// none in (230, 1230] until 1600, then 100, and 60 from 1760 to
+		// the next change at 2.2 s. Under 150 ms for good from 1600: 0.6 s.
+		// After 2.2 s: 60, 60 (2520 enters), 20 (1600 leaves at 2600), 20:
+		// under 150 ms at once.
+		{"recovery.under", 0, 0, Params{Latency: 150 * ms}, 0.6},
+		{"recovery.under", 0, 2 * s, Params{Latency: 150 * ms}, 0.6},
+		// Under 50 ms, only the change at 2.2 s counts from 2 s: 60 ms
+		// until 1600 leaves at 2600, then 20: 0.4 s.
+		{"recovery.under", 2 * s, 0, Params{Latency: 50 * ms}, 0.4},
+		// On the screen: 20 ms latency [20, 140), 40 [140, 230), 30
+		// [230, 1600), 100 [1600, 1760), 60 [1760, 2520), 20 [2520, 3000).
+		// Above 50 ms: 160 + 760 of the 2980 ms with a picture.
+		{"latency.time-above", 0, 0, Params{Latency: 50 * ms}, 920.0 / 2980},
+		{"latency.time-above", 0, 0, Params{Latency: 35 * ms}, 1010.0 / 2980},
+		{"latency.time-above", 0, 0, Params{Latency: 100 * ms}, 0}, // above, not at
+		// From 1.7 s the frame of 1600 (100 ms) is still on the screen.
+		{"latency.time-above", 1700 * ms, 2 * s, Params{Latency: 50 * ms}, 1},
+		{"latency.time-above", 2600 * ms, 0, Params{Latency: 50 * ms}, 0},
+		// Sent in [0, 320 ms): 10000 bytes; arrived: 6000; the capacity
+		// 100 kbit/s.
+		{"utilisation.sent", 0, 320 * ms, Params{}, 80_000.0 / 32_000},
+		{"utilisation", 0, 320 * ms, Params{}, 48_000.0 / 32_000},
+		{"utilisation.sent", 0, 0, Params{}, 88_000.0 / 150_000},
+		// Targets: 4 Mbit/s from 0, 2 from 1 s, 3 from 1.5 s.
+		{"bitrate.target", 0, 0, Params{At: 999 * ms}, 4_000_000},
+		{"bitrate.target", 0, 0, Params{At: s}, 2_000_000},
+		{"bitrate.target", 0, 0, Params{At: 3 * s}, 3_000_000},
+		{"bitrate.target", 2 * s, 0, Params{At: s}, 2_000_000}, // the window does not apply
+		// The sample period is 1 s here: sent in [0, 1 s): 10000 bytes;
+		// in [0, 320 ms) the same; in [1 s, 2 s): 1000.
+		{"bitrate.sent", 0, 0, Params{At: s}, 80_000},
+		{"bitrate.sent", 0, 0, Params{At: 320 * ms}, 80_000 / 0.32},
+		{"bitrate.sent", 0, 0, Params{At: 2 * s}, 8_000},
+		// Periods of 500 ms capped: [0, 1 s) at 100 kbit/s with the target
+		// at 4 Mbit/s, [2 s, 3 s) at 50 kbit/s with 3 Mbit/s: in line.
+		{"bitrate.capacity-correlation", 0, 0, Params{Every: 500 * ms}, 1},
+	} {
+		got, err := OfWith(r, tc.name, tc.from, tc.to, tc.p)
+		require.NoError(t, err, "%s %+v [%v, %v)", tc.name, tc.p, tc.from, tc.to)
+		require.InDelta(t, tc.want, got, 1e-9, "%s %+v [%v, %v)", tc.name, tc.p, tc.from, tc.to)
+	}
+
+	rec, err := newWindow(r, 0, 3*s).recoveriesUnder(50 * ms)
+	require.NoError(t, err)
+	require.Equal(t, []result.Recovery{
+		// 30 ms to 1230, none to 1600, 100, then 60 to the next change.
+		{At: time.Second, Direction: "both", Before: 30 * ms, Recovered: false, After: 1200 * ms},
+		{At: 2200 * ms, Direction: "down", Before: 60 * ms, Recovered: true, After: 400 * ms},
+	}, rec)
+	_, err = OfWith(r, "recovery.under", 0, 0, Params{Latency: 50 * ms})
+	require.ErrorIs(t, err, ErrNotRecovered)
+	require.EqualError(t, err, "lab: never recovered: after the change at 1s (both) the latency did not come back under 50ms for good before the next change, at 2.2s: the median of the last second was 60ms")
+	_, err = OfWith(r, "recovery.under", 0, 1500*ms, Params{Latency: 150 * ms})
+	require.EqualError(t, err, "lab: never recovered: after the change at 1s (both) the latency did not come back under 150ms for good before the window's end, at 1.5s: no frame was displayed in the last second")
+}
+
+// The correlation's periods: means over each, by time for the target and
+// from the series' points for the capacity.
+func TestMeasureCapacityCorrelation(t *testing.T) {
+	mbit := func(x float64) float64 { return x * 1e6 }
+	r := &result.Run{Duration: 4 * time.Second, Ran: 4 * time.Second, SampleEvery: 250 * ms,
+		// Means over each second: 1, 3 (2 then 4), 2, 4 Mbit/s.
+		Targets: []result.TargetRecord{{At: 0, Bps: 1_000_000}, {At: time.Second, Bps: 2_000_000},
+			{At: 1500 * ms, Bps: 4_000_000}, {At: 2 * time.Second, Bps: 2_000_000}, {At: 3 * time.Second, Bps: 4_000_000}}}
+	// Means over each second: 1, 2 (1.5 and 2.5 in turn), 3, 4 Mbit/s.
+	for i, c := range []float64{1, 1, 1, 1, 1.5, 2.5, 1.5, 2.5, 3, 3, 3, 3, 4, 4, 4, 4} {
+		from := time.Duration(i) * 250 * ms
+		r.Series = append(r.Series, result.Point{From: from, To: from + 250*ms, Down: result.LinkPoint{CapacityBps: mbit(c), Capped: true}})
+	}
+	// Deviations from the means (2.5 both): target -1.5 .5 -.5 1.5,
+	// capacity -1.5 -.5 .5 1.5; products sum to 4, squares to 5 each.
+	v, err := OfWith(r, "bitrate.capacity-correlation", 0, 0, Params{Every: time.Second})
+	require.NoError(t, err)
+	require.InDelta(t, 0.8, v, 1e-12)
+
+	// Uncapped in the second second: three periods remain (1, 2, 4 and
+	// 1, 3, 4 Mbit/s).
+	uncapped := *r
+	uncapped.Series = slices.Clone(r.Series)
+	uncapped.Series[5].Down = result.LinkPoint{}
+	v, err = OfWith(&uncapped, "bitrate.capacity-correlation", 0, 0, Params{Every: time.Second})
+	require.NoError(t, err)
+	require.InDelta(t, stat.Correlation([]float64{1, 2, 4}, []float64{1, 3, 4}, nil), v, 1e-12)
+	// Two periods left say nothing.
+	uncapped.Series[9].Down = result.LinkPoint{}
+	_, err = OfWith(&uncapped, "bitrate.capacity-correlation", 0, 0, Params{Every: time.Second})
+	require.ErrorIs(t, err, ErrNoData)
+	require.ErrorContains(t, err, "2 periods of 1s in [0s, 4s) with the downlink capped throughout: a correlation needs three")
+
+	fixed := *r
+	fixed.Targets = r.Targets[:1]
+	_, err = OfWith(&fixed, "bitrate.capacity-correlation", 0, 0, Params{Every: time.Second})
+	require.ErrorIs(t, err, ErrNoData)
+	require.ErrorContains(t, err, "the target bitrate is the same in every period")
+}
+
 // stream is a result displaying a frame every 1/60 s for 10 s, whose
 // latency is latency(display instant), with a network change at 5 s;
 // nothing is displayed in the pauses.
@@ -173,6 +283,64 @@ outer:
 		r.Frames = append(r.Frames, result.FrameRecord{Seq: seq, Captured: d - latency(d), Displayed: d, Latency: latency(d)})
 	}
 	return r
+}
+
+// recovery.under on a steady stream: 60 frames in every second, so the
+// median of the second up to the display of frame k (the lower middle, the
+// 30th of 60) is under the bound once the last 30 frames are.
+func TestMeasureRecoveryUnder(t *testing.T) {
+	k := func(k int64) time.Duration { return time.Duration(k) * time.Second / 60 }
+	// 20 ms before the change at 5 s, 200 ms until 6.5 s (frame 390),
+	// 22 ms after: under 100 ms from frame 390+29 on.
+	lat := func(d time.Duration) time.Duration {
+		switch {
+		case d < 5*time.Second:
+			return 20 * ms
+		case d < 6500*ms:
+			return 200 * ms
+		}
+		return 22 * ms
+	}
+	r := stream(lat)
+	rec, err := newWindow(r, 0, r.Ran).recoveriesUnder(100 * ms)
+	require.NoError(t, err)
+	require.Equal(t, []result.Recovery{{At: 5 * time.Second, Direction: "down", Before: 20 * ms, Recovered: true, After: k(419) - 5*time.Second}}, rec)
+	require.Equal(t, (k(419) - 5*time.Second).Seconds(), measuredWith(t, r, "recovery.under", Params{Latency: 100 * ms}))
+
+	// A spike of 300 ms over frames 480-515 after the recovery: the
+	// median of a second is above the bound while 31 or more of its
+	// frames are from the spike, up to frame 544. Back for good at 545:
+	// not the first time it went under.
+	spiked := stream(func(d time.Duration) time.Duration {
+		if d >= k(480) && d <= k(515) {
+			return 300 * ms
+		}
+		return lat(d)
+	})
+	require.Equal(t, (k(545) - 5*time.Second).Seconds(), measuredWith(t, spiked, "recovery.under", Params{Latency: 100 * ms}))
+
+	// Never back before the run ends: a failed check saying so.
+	never := stream(func(d time.Duration) time.Duration {
+		if d < 5*time.Second {
+			return 20 * ms
+		}
+		return 200 * ms
+	})
+	_, err = OfWith(never, "recovery.under", 0, 0, Params{Latency: 100 * ms})
+	require.ErrorIs(t, err, ErrNotRecovered)
+	require.EqualError(t, err, "lab: never recovered: after the change at 5s (down) the latency did not come back under 100ms for good before the window's end, at 10s: the median of the last second was 200ms")
+	checks := Evaluate(never, []scenarios.Expectation{{Measure: "recovery.under", Latency: 100 * ms, Max: f64(3), Line: 7}})
+	require.False(t, checks[0].Pass)
+	require.Equal(t, []result.Recovery{{At: 5 * time.Second, Direction: "down", Before: 20 * ms, After: 5 * time.Second}}, checks[0].Recovery)
+	require.Equal(t, "recovery.under (latency 100ms) [0s, 10s): "+err.Error()+", want <= 3 s: FAIL", checks[0].String())
+
+	// Already under the bound: no time at all.
+	require.Zero(t, measuredWith(t, r, "recovery.under", Params{Latency: 250 * ms}))
+
+	// No change in the window: nothing to measure.
+	_, err = OfWith(r, "recovery.under", 6*time.Second, 0, Params{Latency: 100 * ms})
+	require.ErrorIs(t, err, ErrNoData)
+	require.ErrorContains(t, err, "no network phase change in [6s, 10s)")
 }
 
 // Recovery: 20 ms before the change, 200 ms for 1.5 s after it, 22 ms
@@ -237,6 +405,26 @@ func TestMeasureErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoData)
 	_, err = Of(r, "recovery", 0, 900*ms)
 	require.ErrorIs(t, err, ErrNoData, "no change in the window")
+	_, err = OfWith(r, "utilisation.sent", time.Second, 2*time.Second, Params{})
+	require.ErrorIs(t, err, ErrNoData)
+	require.EqualError(t, err, "lab: nothing to measure: the downlink has no rate cap or trace in [1s, 2s)")
+	_, err = OfWith(r, "latency.time-above", 0, 10*ms, Params{Latency: 50 * ms})
+	require.ErrorIs(t, err, ErrNoData)
+	require.ErrorContains(t, err, "no frame displayed before 10ms")
+	_, err = OfWith(r, "bitrate.target", 0, 0, Params{At: 3500 * ms})
+	require.ErrorIs(t, err, ErrWindow)
+	require.ErrorContains(t, err, "at 3.5s is after the session's end, 3s")
+	_, err = OfWith(r, "bitrate.capacity-correlation", 0, 0, Params{Every: time.Second})
+	require.ErrorIs(t, err, ErrNoData, "two capped periods of a second")
+	// The figures: each measurement needs its own, and takes no other.
+	_, err = Of(r, "recovery.under", 0, 0)
+	require.ErrorIs(t, err, ErrParams)
+	require.EqualError(t, err, "lab: bad parameters: recovery.under needs latency")
+	_, err = OfWith(r, "latency.median", 0, 0, Params{At: time.Second})
+	require.ErrorIs(t, err, ErrParams)
+	require.EqualError(t, err, "lab: bad parameters: latency.median does not read at")
+	_, err = OfWith(r, "bitrate.target", 0, 0, Params{At: time.Second, Latency: ms})
+	require.ErrorIs(t, err, ErrParams)
 	// Beyond the end is the end.
 	v, err := Of(r, "frames.displayed", 0, time.Hour)
 	require.NoError(t, err)
@@ -247,8 +435,21 @@ func TestMeasureErrors(t *testing.T) {
 // to it without the lab's support fails here, not in a scenario.
 func TestMeasureCoversTheCatalogue(t *testing.T) {
 	r := handmade()
+	// A figure for each key a measurement may read, one the handmade
+	// result can be measured with.
+	example := map[string]Params{"latency": {Latency: 150 * ms}, "at": {At: 1500 * ms}, "every": {Every: 500 * ms}}
 	for _, m := range scenarios.Measurements {
-		_, err := Of(r, m.Name, 0, 0)
+		var p Params
+		for _, key := range scenarios.MeasurementKeys(m.Name) {
+			e, ok := example[key]
+			require.True(t, ok, "%s reads %s, which Params lacks", m.Name, key)
+			p.Latency, p.At, p.Every = max(p.Latency, e.Latency), max(p.At, e.At), max(p.Every, e.Every)
+		}
+		if p != (Params{}) {
+			_, err := Of(r, m.Name, 0, 0)
+			require.ErrorIs(t, err, ErrParams, "%s without its figure", m.Name)
+		}
+		_, err := OfWith(r, m.Name, 0, 0, p)
 		if m.Name == "time-to-full-use" || m.Name == "connect.time" || m.Name == "first-frame" || strings.HasPrefix(m.Name, "path.") {
 			// The handmade video never uses 90% of its link, and has no
 			// path: the check must fail saying so, not pass with a
@@ -344,6 +545,26 @@ func TestEvaluateExpectations(t *testing.T) {
 	require.False(t, checks[5].Pass)
 	require.Contains(t, checks[5].Error, "unknown measurement")
 
+	// The measurements with a figure of their own carry it in the check.
+	withParams := Evaluate(r, []scenarios.Expectation{
+		{Measure: "bitrate.target", At: time.Second, Max: f64(2_500_000), Line: 16},
+		{Measure: "recovery.under", Latency: 150 * ms, Max: f64(1), Line: 17},
+		{Measure: "latency.time-above", Latency: 50 * ms, Max: f64(0.25), From: time.Second, Line: 18},
+		{Measure: "utilisation.sent", Max: f64(1.2), To: 320 * ms, Line: 19},
+		{Measure: "bitrate.capacity-correlation", Every: 500 * ms, Min: f64(-0.5), Line: 20},
+	})
+	require.Equal(t, "bitrate.target at 1s = 2 Mbit/s, want <= 2.5 Mbit/s: pass", withParams[0].String())
+	require.Equal(t, time.Second, withParams[0].At)
+	require.Equal(t, "recovery.under (latency 150ms) [0s, 3s) = 600 ms, want <= 1 s: pass", withParams[1].String())
+	require.Equal(t, []result.Recovery{
+		{At: time.Second, Direction: "both", Before: 30 * ms, Recovered: true, After: 600 * ms},
+		{At: 2200 * ms, Direction: "down", Before: 60 * ms, Recovered: true},
+	}, withParams[1].Recovery)
+	// From 1 s: 30 ms to 1600, 100 to 1760, 60 to 2520, 20 to the end.
+	require.Equal(t, "latency.time-above (latency 50ms) [1s, 3s) = 46%, want <= 25%: FAIL", withParams[2].String())
+	require.Equal(t, "utilisation.sent [0s, 320ms) = 250%, want <= 120%: FAIL", withParams[3].String())
+	require.Equal(t, "bitrate.capacity-correlation (every 500ms) [0s, 3s) = 1, want >= -0.5: pass", withParams[4].String())
+
 	r.Checks = checks
 	require.False(t, r.Passed())
 	r.Checks = checks[:1]
@@ -360,6 +581,15 @@ func TestHandmadeJSONRoundTrip(t *testing.T) {
 	var back result.Run
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, r, &back)
+}
+
+// measuredWith is OfWith over the whole run that fails the test on an
+// error.
+func measuredWith(t *testing.T, r *result.Run, name string, p Params) float64 {
+	t.Helper()
+	v, err := OfWith(r, name, 0, 0, p)
+	require.NoError(t, err, name)
+	return v
 }
 
 // measured is Of that fails the test on an error.

@@ -19,6 +19,13 @@ type Check struct {
 	// when the expectation left it open.
 	From time.Duration `json:"from_ns"`
 	To   time.Duration `json:"to_ns"`
+	// Latency, At and Every are the expectation's figures for the
+	// measurements that read one (scenarios.MeasurementKeys): a latency
+	// bound, an instant (a measurement at an instant ignores From and
+	// To), an averaging period; 0 is none.
+	Latency time.Duration `json:"latency_ns,omitempty"`
+	At      time.Duration `json:"at_ns,omitempty"`
+	Every   time.Duration `json:"every_ns,omitempty"`
 	// Min and Max are the bounds; nil is none.
 	Min *float64 `json:"min,omitempty"`
 	Max *float64 `json:"max,omitempty"`
@@ -29,13 +36,29 @@ type Check struct {
 	Line int `json:"line,omitempty"`
 	// Error says why nothing could be measured (then Pass is false).
 	Error string `json:"error,omitempty"`
+	// Recovery is recovery.under's detail: each network phase change in
+	// the window and how the latency came back under Latency after it.
+	Recovery []Recovery `json:"recovery,omitempty"`
 }
 
 // String reads as a line of a report:
-// "latency.median [1s, 20s) = 0.01332 s, want <= 0.05: pass".
+// "latency.median [1s, 20s) = 13.3 ms, want <= 50 ms: pass",
+// "recovery.under (latency 150ms) [20s, 70s) = 1.2 s, want <= 3 s: pass",
+// "bitrate.target at 30s = 2 Mbit/s, want <= 2.5 Mbit/s: pass".
 func (c Check) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s [%v, %v)", c.Measure, c.From, c.To)
+	b.WriteString(c.Measure)
+	if c.Latency > 0 {
+		fmt.Fprintf(&b, " (latency %v)", c.Latency)
+	}
+	if c.Every > 0 {
+		fmt.Fprintf(&b, " (every %v)", c.Every)
+	}
+	if c.At > 0 {
+		fmt.Fprintf(&b, " at %v", c.At)
+	} else {
+		fmt.Fprintf(&b, " [%v, %v)", c.From, c.To)
+	}
 	if c.Error != "" {
 		fmt.Fprintf(&b, ": %s", c.Error)
 	} else {
@@ -72,8 +95,10 @@ func FormatValue(v float64, u scenarios.Unit) string {
 		return g(v) + " s"
 	case scenarios.UnitRate:
 		return g(v/1e6) + " Mbit/s"
-	case scenarios.UnitFraction:
+	case scenarios.UnitFraction, scenarios.UnitShare:
 		return g(v*100) + "%"
+	case scenarios.UnitCorrelation:
+		return g(v)
 	}
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }

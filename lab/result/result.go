@@ -289,16 +289,24 @@ type Interval struct {
 	To   time.Duration `json:"to_ns"`
 }
 
-// Recovery is how the latency came back after a network phase change.
+// Recovery is how the latency came back after a network phase change: in
+// the summary, back near its level before the change (measurement
+// recovery); in a recovery.under check, back under the check's latency
+// bound.
 type Recovery struct {
 	// At is the change, in Direction ("up", "down" or "both").
 	At        time.Duration `json:"at_ns"`
 	Direction string        `json:"direction"`
-	// Before is the median latency over the second before the change.
+	// Before is the median latency over the second before the change (0
+	// in a recovery.under check when no frame was displayed in it).
 	Before time.Duration `json:"before_ns"`
-	// Recovered tells whether a second's median came back within 20% of
-	// Before; After is when that second started, counted from the change,
-	// or the time from the change to the end when it never did.
+	// Recovered tells whether the latency came back: in the summary, a
+	// second's median within 20% of Before, and After is when that second
+	// started; in a recovery.under check, the median of the last second
+	// under the bound for good (until the next change or the window's
+	// end), and After is from when. Both count After from the change; when
+	// the latency never came back, After is the time from the change to
+	// the end of what was looked at.
 	Recovered bool          `json:"recovered"`
 	After     time.Duration `json:"after_ns"`
 }
