@@ -11,6 +11,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,10 @@ type Plan struct {
 	// Progress, when set, gets a line per finished session with the count
 	// done, the time left, and the virtual seconds run per wall second.
 	Progress io.Writer
+	// Finished, when set, is called with each session as it finishes,
+	// with the count done and the count in all, one call at a time: for
+	// a caller that prints its own line (lab test).
+	Finished func(s Session, done, total int)
 }
 
 // Session is one session's outcome.
@@ -78,6 +83,64 @@ type job struct {
 // session's error; the others run.
 func Run(t *testing.T, p Plan) []Session {
 	t.Helper()
+	out, jobs := p.expand()
+	queue, finish := p.start(out, jobs)
+	if p.Exact != nil {
+		runExact(t.Context(), p.Exact, p.workers(), queue, out, finish)
+		return out
+	}
+	if test := workerName(); test != "" && !Serving() {
+		runInWorkers(t, test, p.workers(), queue, out, finish)
+		return out
+	}
+	// One subtest per worker: each runs its sessions one after the other,
+	// each in a bubble of its own; the workers run in parallel.
+	t.Run("sessions", func(t *testing.T) {
+		for w := range p.workers() {
+			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
+				t.Parallel()
+				for j := range queue {
+					s := &out[j.i]
+					began := time.Now()
+					synctest.Test(t, func(t *testing.T) {
+						s.Result, s.Err = lab.Run(t.Context(), j.sc)
+					})
+					s.Wall = time.Since(began)
+					s.Skipped = errors.Is(s.Err, lab.ErrSharedAbsent)
+					finish(s, j.sc)
+				}
+			})
+		}
+	})
+	return out
+}
+
+// RunExact runs the plan's sessions exact, as Run does with Plan.Exact
+// set, without a test: an exact session runs in a WebAssembly instance,
+// whose bubble the guest makes, so the caller needs none (lab test runs
+// it from the command line).
+func RunExact(ctx context.Context, p Plan) ([]Session, error) {
+	if p.Exact == nil {
+		return nil, errors.New("jobs: RunExact without a runner (Plan.Exact)")
+	}
+	out, jobs := p.expand()
+	queue, finish := p.start(out, jobs)
+	runExact(ctx, p.Exact, p.workers(), queue, out, finish)
+	return out, nil
+}
+
+// workers is the count of sessions run at once.
+func (p Plan) workers() int {
+	if p.Parallel <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return p.Parallel
+}
+
+// expand lists the plan's sessions in order (variant, scenario, seed) and
+// the jobs to run for them: a variant that refuses a scenario is that
+// session's error, and no job.
+func (p Plan) expand() ([]Session, []job) {
 	variants := p.Variants
 	if len(variants) == 0 {
 		variants = []Variant{{Label: "as written"}}
@@ -106,10 +169,12 @@ func Run(t *testing.T, p Plan) []Session {
 			}
 		}
 	}
-	workers := p.Parallel
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	return out, jobs
+}
+
+// start queues the jobs and returns the queue and the function that
+// records a finished session: the progress line, and Finished.
+func (p Plan) start(out []Session, jobs []job) (<-chan job, func(*Session, *scenarios.Scenario)) {
 	var (
 		mu      sync.Mutex
 		done    int
@@ -121,6 +186,9 @@ func Run(t *testing.T, p Plan) []Session {
 		defer mu.Unlock()
 		done++
 		virtual += sc.Duration
+		if p.Finished != nil {
+			p.Finished(*s, done, len(jobs))
+		}
 		if p.Progress != nil {
 			el := time.Since(start)
 			left := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
@@ -136,46 +204,18 @@ func Run(t *testing.T, p Plan) []Session {
 		}
 		close(queue)
 	}()
-	if p.Exact != nil {
-		runExact(t, p.Exact, workers, queue, out, finish)
-		return out
-	}
-	if test := workerName(); test != "" && !Serving() {
-		runInWorkers(t, test, workers, queue, out, finish)
-		return out
-	}
-	// One subtest per worker: each runs its sessions one after the other,
-	// each in a bubble of its own; the workers run in parallel.
-	t.Run("sessions", func(t *testing.T) {
-		for w := range workers {
-			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
-				t.Parallel()
-				for j := range queue {
-					s := &out[j.i]
-					began := time.Now()
-					synctest.Test(t, func(t *testing.T) {
-						s.Result, s.Err = lab.Run(t.Context(), j.sc)
-					})
-					s.Wall = time.Since(began)
-					s.Skipped = errors.Is(s.Err, lab.ErrSharedAbsent)
-					finish(s, j.sc)
-				}
-			})
-		}
-	})
-	return out
+	return queue, finish
 }
 
 // runExact runs the queue exact, each session in a fresh instance of r,
 // slots at a time.
-func runExact(t *testing.T, r *exact.Runner, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
-	t.Helper()
+func runExact(ctx context.Context, r *exact.Runner, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
 	var wg sync.WaitGroup
 	for range slots {
 		wg.Go(func() {
 			for j := range queue {
 				s := &out[j.i]
-				res, err := r.Run(t.Context(), j.sc)
+				res, err := r.Run(ctx, j.sc)
 				s.take(res, err)
 				finish(s, j.sc)
 			}
