@@ -62,8 +62,10 @@ type Plan struct {
 type Session struct {
 	Variant  string
 	Scenario string
-	Seed     uint64
-	Result   *result.Run
+	// File is the scenario's file.
+	File   string
+	Seed   uint64
+	Result *result.Run
 	// Err is why there is no result, or why it is incomplete; Skipped
 	// says the scenario needs ../shared and it is absent.
 	Err     error
@@ -154,7 +156,7 @@ func (p Plan) expand() ([]Session, []job) {
 				seeds = []uint64{base.Seed}
 			}
 			for _, seed := range seeds {
-				s := Session{Variant: v.Label, Scenario: base.Name, Seed: seed}
+				s := Session{Variant: v.Label, Scenario: base.Name, File: base.File, Seed: seed}
 				sc := *base
 				sc.Seed = seed
 				if v.Apply != nil {
