@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/modroot"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -134,4 +135,13 @@ func TestLoadNamedFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"mine"}, names(scs))
 	require.Equal(t, 2*time.Second, scs[0].Duration)
+}
+
+// The worked example of docs/own-scenarios.md loads: the page runs it.
+func TestDocsExampleLoads(t *testing.T) {
+	root, err := modroot.Find()
+	require.NoError(t, err)
+	scs, err := Load([]string{filepath.Join(root, "docs", "own-scenarios")}, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"home-office", "train-wifi"}, names(scs))
 }
