@@ -7,7 +7,9 @@
 // (synctest.Test takes a *testing.T), so Run takes the *testing.T of the
 // job's entry point: the nightly, compare and sweep commands are go test
 // runs of this package's entry points (built with the "jobs" tag), which
-// cmd/lab starts for the user.
+// cmd/lab starts for the user. Exact sessions are the exception: their
+// bubble is made inside a WebAssembly instance, so RunExact needs no test,
+// and lab test runs them from the command line itself.
 package jobs
 
 import (
