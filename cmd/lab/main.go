@@ -1,9 +1,10 @@
 // Command lab is the latency lab's command line: real-time runs (demo, a
 // QUIC bulk transfer through the impairment proxy; proxy, the proxy for any
 // program's traffic with a scenario's network), the codec benchmark, and the
-// report jobs (nightly, accept, compare, sweep, sweep-merge, report). The
-// scenario suite runs inside go test (make suite); so do the jobs that run
-// sessions in virtual time, which this command starts with go test.
+// report jobs (nightly, accept, compare, sweep, sweep-merge, report), and
+// lab test, which runs a user's own scenario files as tests. The scenario
+// suite runs inside go test (make suite); so do the jobs that run sessions
+// natively in virtual time, which this command starts with go test.
 package main
 
 import (
@@ -28,14 +29,18 @@ commands:
   compare one scenario, a group or the library under two configurations: report, plots, verdict
   ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
+  test    your own scenario files in virtual time, exact: progress, summary, results, report, JUnit XML
 
-Run "lab <command> -h" for a command's flags.
+Run "lab <command> -h" or "lab help <command>" for a command's flags.
 `
 
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
+	}
+	if len(os.Args) == 3 && os.Args[1] == "help" {
+		os.Args = []string{os.Args[0], os.Args[2], "-h"} // lab help CMD is lab CMD -h
 	}
 	var err error
 	switch os.Args[1] {
@@ -61,6 +66,8 @@ func main() {
 		err = ccgridCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "openmetrics":
 		err = openmetricsCmd(os.Args[2:], os.Stdout)
+	case "test":
+		os.Exit(testMain(os.Args[2:], os.Stdout, os.Stderr)) // 0, 1 or 2: its own statuses
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

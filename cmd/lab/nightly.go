@@ -189,7 +189,7 @@ func jobCommand(name, test string, jobArgs []string) ([]string, error) {
 	}
 	// -timeout 0: the library with many seeds runs longer than go test's
 	// ten minutes on a small machine.
-	return append([]string{"test", "-C", filepath.Join(root, "reports", "jobs"), "-tags", "jobs",
+	return append([]string{"test", "-C", jobsDir(root), "-tags", "jobs",
 		"-run", "^" + test + "$", "-count=1", "-timeout", "0", "-args"}, jobArgs...), nil
 }
 

@@ -18,7 +18,7 @@ func TestNightlyCommand(t *testing.T) {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	root := filepath.Dir(filepath.Dir(wd))
-	require.Equal(t, []string{"test", "-C", filepath.Join(root, "reports", "jobs"), "-tags", "jobs", "-run", "^TestNightly$", "-count=1", "-timeout", "0", "-args",
+	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestNightly$", "-count=1", "-timeout", "0", "-args",
 		"-group=pipeline", "-out=" + filepath.Join(wd, "o"), "-seeds=1,2", "-variant=old-pipeline"}, args)
 
 	args, err = nightlyCommand("accept", []string{"-scenario", "lan-animation"}, &bytes.Buffer{})

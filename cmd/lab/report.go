@@ -49,7 +49,7 @@ func report(args []string, out io.Writer) error {
 		entries = append(entries, reportEntry{file: f, result: r})
 	}
 	label(entries)
-	doc, err := reportDoc(entries, fs.Args())
+	doc, err := reportDoc(entries, "Rendered by `lab report` from "+strings.Join(quoteAll(fs.Args()), ", ")+".")
 	if err != nil {
 		return err
 	}
@@ -145,8 +145,8 @@ func slug(s string) string {
 }
 
 // reportDoc builds the document: the summary first, a section per result
-// in the order given.
-func reportDoc(entries []reportEntry, sources []string) (*render.Doc, error) {
+// in the order given. origin says where the results came from.
+func reportDoc(entries []reportEntry, origin string) (*render.Doc, error) {
 	passed := 0
 	for _, e := range entries {
 		if e.result.Passed() {
@@ -157,8 +157,7 @@ func reportDoc(entries []reportEntry, sources []string) (*render.Doc, error) {
 		Title: "Latency lab report",
 		Intro: []string{
 			fmt.Sprintf("%d results: %d passed every check, %d failed at least one.", len(entries), passed, len(entries)-passed),
-			"Rendered by `lab report` from " + strings.Join(quoteAll(sources), ", ") + ". " +
-				"Latencies are true capture-to-display times of the frames displayed.",
+			origin + " Latencies are true capture-to-display times of the frames displayed.",
 		},
 	}
 	summary := render.Section{Heading: "Summary", Tables: []render.Table{summaryTable(entries)}}

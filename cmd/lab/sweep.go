@@ -97,7 +97,7 @@ flags:
 		return nil, err
 	}
 	// -timeout 0: a large sweep runs longer than go test's ten minutes.
-	return append([]string{"test", "-C", filepath.Join(root, "reports", "jobs"), "-tags", "jobs",
+	return append([]string{"test", "-C", jobsDir(root), "-tags", "jobs",
 		"-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args"}, jobArgs...), nil
 }
 
@@ -157,3 +157,7 @@ func sweepMerge(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "report: %s.md, %s.html; table: %s\n", base, base, filepath.Join(*dir, sweep.TableFile))
 	return nil
 }
+
+// jobsDir is the folder of the jobs' entry points (package lab/jobs),
+// where go test runs them.
+func jobsDir(root string) string { return filepath.Join(root, "lab", "jobs") }

@@ -22,6 +22,7 @@ import (
 // effect of rewriting a page.
 var sections = map[string][]string{
 	"docs/scenarios.md":     {"Units and defaults", "Strict loading", "The library and its groups", "Traces"},
+	"docs/own-scenarios.md": {"Write a scenario file", "Run it: `lab test`", "Exact by default", "The exit status", "Mistakes in a file", "Read the report", "JUnit in CI", "From go test"},
 	"docs/netem.md":         {"Impairments", "The order a packet meets them", "Timeline", "Seeding", "Real time and virtual time"},
 	"docs/kernel.md":        {"The congestion-controller grid", "N11 half reproduces", "Media with the ABR", "Against a competing flow"},
 	"docs/codecs.md":        {"Running it", "The reference run", "Where the lab's figures differ, and why", "Lossless support mode"},

@@ -7,10 +7,13 @@
 // (synctest.Test takes a *testing.T), so Run takes the *testing.T of the
 // job's entry point: the nightly, compare and sweep commands are go test
 // runs of this package's entry points (built with the "jobs" tag), which
-// cmd/lab starts for the user.
+// cmd/lab starts for the user. Exact sessions are the exception: their
+// bubble is made inside a WebAssembly instance, so RunExact needs no test,
+// and lab test runs them from the command line itself.
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,14 +54,20 @@ type Plan struct {
 	// Progress, when set, gets a line per finished session with the count
 	// done, the time left, and the virtual seconds run per wall second.
 	Progress io.Writer
+	// Finished, when set, is called with each session as it finishes,
+	// with the count done and the count in all, one call at a time: for
+	// a caller that prints its own line (lab test).
+	Finished func(s Session, done, total int)
 }
 
 // Session is one session's outcome.
 type Session struct {
 	Variant  string
 	Scenario string
-	Seed     uint64
-	Result   *result.Run
+	// File is the scenario's file.
+	File   string
+	Seed   uint64
+	Result *result.Run
 	// Err is why there is no result, or why it is incomplete; Skipped
 	// says the scenario needs ../shared and it is absent.
 	Err     error
@@ -78,76 +87,20 @@ type job struct {
 // session's error; the others run.
 func Run(t *testing.T, p Plan) []Session {
 	t.Helper()
-	variants := p.Variants
-	if len(variants) == 0 {
-		variants = []Variant{{Label: "as written"}}
-	}
-	var out []Session
-	var jobs []job
-	for _, v := range variants {
-		for _, base := range p.Scenarios {
-			seeds := p.Seeds
-			if len(seeds) == 0 {
-				seeds = []uint64{base.Seed}
-			}
-			for _, seed := range seeds {
-				s := Session{Variant: v.Label, Scenario: base.Name, Seed: seed}
-				sc := *base
-				sc.Seed = seed
-				if v.Apply != nil {
-					if err := v.Apply(&sc); err != nil {
-						s.Err = fmt.Errorf("variant %s: %w", v.Label, err)
-						out = append(out, s)
-						continue
-					}
-				}
-				out = append(out, s)
-				jobs = append(jobs, job{len(out) - 1, &sc})
-			}
-		}
-	}
-	workers := p.Parallel
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var (
-		mu      sync.Mutex
-		done    int
-		virtual time.Duration
-	)
-	start := time.Now()
-	finish := func(s *Session, sc *scenarios.Scenario) {
-		mu.Lock()
-		defer mu.Unlock()
-		done++
-		virtual += sc.Duration
-		if p.Progress != nil {
-			el := time.Since(start)
-			left := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
-			fmt.Fprintf(p.Progress, "[%*d/%d] %-12s %-28s seed %-6d %5.2f s wall; %.0fx real time, about %s left\n",
-				len(fmt.Sprint(len(jobs))), done, len(jobs), s.Variant, s.Scenario, s.Seed, s.Wall.Seconds(),
-				virtual.Seconds()/el.Seconds(), left.Round(time.Second))
-		}
-	}
-	queue := make(chan job)
-	go func() {
-		for _, j := range jobs {
-			queue <- j
-		}
-		close(queue)
-	}()
+	out, jobs := p.expand()
+	queue, finish := p.start(out, jobs)
 	if p.Exact != nil {
-		runExact(t, p.Exact, workers, queue, out, finish)
+		runExact(t.Context(), p.Exact, p.workers(), queue, out, finish)
 		return out
 	}
 	if test := workerName(); test != "" && !Serving() {
-		runInWorkers(t, test, workers, queue, out, finish)
+		runInWorkers(t, test, p.workers(), queue, out, finish)
 		return out
 	}
 	// One subtest per worker: each runs its sessions one after the other,
 	// each in a bubble of its own; the workers run in parallel.
 	t.Run("sessions", func(t *testing.T) {
-		for w := range workers {
+		for w := range p.workers() {
 			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
 				t.Parallel()
 				for j := range queue {
@@ -166,16 +119,107 @@ func Run(t *testing.T, p Plan) []Session {
 	return out
 }
 
+// RunExact runs the plan's sessions exact, as Run does with Plan.Exact
+// set, without a test: an exact session runs in a WebAssembly instance,
+// whose bubble the guest makes, so the caller needs none (lab test runs
+// it from the command line).
+func RunExact(ctx context.Context, p Plan) ([]Session, error) {
+	if p.Exact == nil {
+		return nil, errors.New("jobs: RunExact without a runner (Plan.Exact)")
+	}
+	out, jobs := p.expand()
+	queue, finish := p.start(out, jobs)
+	runExact(ctx, p.Exact, p.workers(), queue, out, finish)
+	return out, nil
+}
+
+// workers is the count of sessions run at once.
+func (p Plan) workers() int {
+	if p.Parallel <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return p.Parallel
+}
+
+// expand lists the plan's sessions in order (variant, scenario, seed) and
+// the jobs to run for them: a variant that refuses a scenario is that
+// session's error, and no job.
+func (p Plan) expand() ([]Session, []job) {
+	variants := p.Variants
+	if len(variants) == 0 {
+		variants = []Variant{{Label: "as written"}}
+	}
+	var out []Session
+	var jobs []job
+	for _, v := range variants {
+		for _, base := range p.Scenarios {
+			seeds := p.Seeds
+			if len(seeds) == 0 {
+				seeds = []uint64{base.Seed}
+			}
+			for _, seed := range seeds {
+				s := Session{Variant: v.Label, Scenario: base.Name, File: base.File, Seed: seed}
+				sc := *base
+				sc.Seed = seed
+				if v.Apply != nil {
+					if err := v.Apply(&sc); err != nil {
+						s.Err = fmt.Errorf("variant %s: %w", v.Label, err)
+						out = append(out, s)
+						continue
+					}
+				}
+				out = append(out, s)
+				jobs = append(jobs, job{len(out) - 1, &sc})
+			}
+		}
+	}
+	return out, jobs
+}
+
+// start queues the jobs and returns the queue and the function that
+// records a finished session: the progress line, and Finished.
+func (p Plan) start(out []Session, jobs []job) (<-chan job, func(*Session, *scenarios.Scenario)) {
+	var (
+		mu      sync.Mutex
+		done    int
+		virtual time.Duration
+	)
+	start := time.Now()
+	finish := func(s *Session, sc *scenarios.Scenario) {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		virtual += sc.Duration
+		if p.Finished != nil {
+			p.Finished(*s, done, len(jobs))
+		}
+		if p.Progress != nil {
+			el := time.Since(start)
+			left := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
+			fmt.Fprintf(p.Progress, "[%*d/%d] %-12s %-28s seed %-6d %5.2f s wall; %.0fx real time, about %s left\n",
+				len(fmt.Sprint(len(jobs))), done, len(jobs), s.Variant, s.Scenario, s.Seed, s.Wall.Seconds(),
+				virtual.Seconds()/el.Seconds(), left.Round(time.Second))
+		}
+	}
+	queue := make(chan job)
+	go func() {
+		for _, j := range jobs {
+			queue <- j
+		}
+		close(queue)
+	}()
+	return queue, finish
+}
+
 // runExact runs the queue exact, each session in a fresh instance of r,
 // slots at a time.
-func runExact(t *testing.T, r *exact.Runner, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
-	t.Helper()
+func runExact(ctx context.Context, r *exact.Runner, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
 	var wg sync.WaitGroup
 	for range slots {
 		wg.Go(func() {
 			for j := range queue {
 				s := &out[j.i]
-				res, err := r.Run(t.Context(), j.sc)
+				res, err := r.Run(ctx, j.sc)
 				s.take(res, err)
 				finish(s, j.sc)
 			}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func library(t *testing.T, names ...string) []*scenarios.Scenario {
 // refuses a scenario fails that session only.
 func TestRunRunsThePlan(t *testing.T) {
 	var progress bytes.Buffer
+	var finished []string
 	sessions := Run(t, Plan{
 		Scenarios: library(t, "lan-animation", "pipeline-encoder-first-old"),
 		Variants: []Variant{
@@ -51,6 +53,10 @@ func TestRunRunsThePlan(t *testing.T) {
 		Seeds:    []uint64{1, 2},
 		Parallel: 2,
 		Progress: &progress,
+		Finished: func(s Session, done, total int) {
+			// Checked below: this runs on the sessions' goroutines.
+			finished = append(finished, fmt.Sprintf("%d/%d %s", done, total, s.Variant))
+		},
 	})
 	require.Len(t, sessions, 8)
 	var order []string
@@ -69,4 +75,14 @@ func TestRunRunsThePlan(t *testing.T) {
 	require.Greater(t, busy, base+100*time.Millisecond, "the busy PC's 130 ms encodes show")
 	require.Equal(t, 6, strings.Count(progress.String(), "\n"), "a progress line per session run")
 	require.Contains(t, progress.String(), "x real time")
+	require.Len(t, finished, 6, "Finished is told of every session run")
+	for i, f := range finished {
+		require.True(t, strings.HasPrefix(f, fmt.Sprintf("%d/6 ", i+1)), "one call at a time, counting up: %q", f)
+	}
+}
+
+// RunExact needs its runner: without one it runs nothing.
+func TestRunExactNeedsARunner(t *testing.T) {
+	_, err := RunExact(t.Context(), Plan{Scenarios: library(t, "lan-animation")})
+	require.ErrorContains(t, err, "without a runner")
 }

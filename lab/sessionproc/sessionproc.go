@@ -31,6 +31,10 @@ type Item struct {
 	Name string `json:"name"`
 	File string `json:"file"`
 	YAML string `json:"yaml"`
+	// ExpectLines are the expectations' lines in File: the YAML is the
+	// scenario written anew, whose lines are not the file's, and a check
+	// that fails names the line the user wrote.
+	ExpectLines []int `json:"expect_lines,omitempty"`
 }
 
 // Result is the answer for an Item.
@@ -52,7 +56,26 @@ func NewItem(sc *scenarios.Scenario) (Item, error) {
 	if err != nil {
 		return Item{}, fmt.Errorf("sessionproc: scenario %s: %w", sc.Name, err)
 	}
-	return Item{Name: sc.Name, File: sc.File, YAML: string(data)}, nil
+	item := Item{Name: sc.Name, File: sc.File, YAML: string(data)}
+	for _, e := range sc.Expect {
+		item.ExpectLines = append(item.ExpectLines, e.Line)
+	}
+	return item, nil
+}
+
+// Scenario is the item's scenario, as NewItem was given it.
+func (item Item) Scenario() (*scenarios.Scenario, error) {
+	sc, err := scenarios.Parse(item.File, []byte(item.YAML), nil)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s does not survive the trip to the worker: %w", item.Name, err)
+	}
+	sc.Name = item.Name
+	if len(item.ExpectLines) == len(sc.Expect) {
+		for i := range sc.Expect {
+			sc.Expect[i].Line = item.ExpectLines[i]
+		}
+	}
+	return sc, nil
 }
 
 // Run runs the item's session in a bubble of its own, with crypto/rand
@@ -61,11 +84,10 @@ func NewItem(sc *scenarios.Scenario) (Item, error) {
 // function of its scenario and seed, as far as the process's scheduling
 // allows.
 func Run(t *testing.T, item Item) Result {
-	sc, err := scenarios.Parse(item.File, []byte(item.YAML), nil)
+	sc, err := item.Scenario()
 	if err != nil {
-		return Result{Err: fmt.Sprintf("scenario %s does not survive the trip to the worker: %v", item.Name, err)}
+		return Result{Err: err.Error()}
 	}
-	sc.Name = item.Name
 	var res Result
 	began := time.Now()
 	cryptotest.SetGlobalRandom(t, sc.Seed)
