@@ -27,6 +27,7 @@ commands:
   accept  run the nightly and write its runs as the new baseline (testdata/baselines)
   compare one scenario, a group or the library under two configurations: report, plots, verdict
   ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
+  shell   run any program (or a shell) in a namespace behind a scenario's network, TCP and UDP, as root (like mahimahi)
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
 
 Run "lab <command> -h" for a command's flags.
@@ -61,6 +62,8 @@ func main() {
 		err = ccgridCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "openmetrics":
 		err = openmetricsCmd(os.Args[2:], os.Stdout)
+	case "shell":
+		os.Exit(shellMain(os.Args[2:])) // CMD's status
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -103,6 +103,14 @@ func addNamespace(name string) error { return runIP("", "netns", "add", name) }
 
 func delNamespace(name string) error { return runIP("", "netns", "del", name) }
 
+// txQueueLen is the TUN devices' queue, in packets, in front of the
+// reader that hands packets to a link. It holds anything only when the
+// reader falls behind, on a busy machine: 500, the kernel's default for
+// TUN, is 100 ms of 100-byte packets at 4 Mbit/s, and a longer stall would
+// drop packets before they reached the link, where no counter sees them.
+// Longer, such a stall delays them instead.
+const txQueueLen = 10000
+
 // configure brings up loopback and the TUN device in namespace ns and gives
 // the device its address, in one ip process; ns "" is the process's own
 // namespace (the host's), whose loopback is left as it is. The device gets
@@ -110,8 +118,8 @@ func delNamespace(name string) error { return runIP("", "netns", "del", name) }
 // links is what the lab sends, not router solicitations.
 func configure(ns, dev string, addr netip.Addr, mtu int) error {
 	script := fmt.Sprintf("link set dev %[1]s addrgenmode none\n"+
-		"link set dev %[1]s mtu %[2]d up\n"+
-		"addr add %[3]s/30 dev %[1]s\n", dev, mtu, addr)
+		"link set dev %[1]s mtu %[2]d txqueuelen %[4]d up\n"+
+		"addr add %[3]s/30 dev %[1]s\n", dev, mtu, addr, txQueueLen)
 	if ns == "" {
 		return runIP(script, "-batch", "-")
 	}
