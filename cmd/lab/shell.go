@@ -141,6 +141,9 @@ type shellPhases struct {
 // at names the phase of phases in force at elapsed: "2/3 rate 1 Mbit/s".
 // Before the first phase's instant the link is perfect.
 func phaseAt(phases []scenarios.Phase, elapsed time.Duration) string {
+	if len(phases) == 0 {
+		return "perfect"
+	}
 	i := -1
 	for j, ph := range phases {
 		if ph.At <= elapsed {
@@ -164,10 +167,19 @@ func mbits(bytes uint64, d time.Duration) float64 {
 // shellStatus is the live line: the rates of the last period each way, the
 // drops since the start, the phases in force.
 func shellStatus(elapsed, period time.Duration, prevUp, up, prevDown, down netem.Stats, ph shellPhases) string {
-	return fmt.Sprintf("lab shell %4.0fs: up %6.2f Mbit/s, %d dropped; down %6.2f Mbit/s, %d dropped; phase up %s; down %s",
+	return fmt.Sprintf("lab shell %.0fs: up %.2f Mbit/s, %d dropped; down %.2f Mbit/s, %d dropped; phase up %s; down %s",
 		elapsed.Seconds(), mbits(up.Delivered.Bytes-prevUp.Delivered.Bytes, period), up.DroppedTotal().Packets,
 		mbits(down.Delivered.Bytes-prevDown.Delivered.Bytes, period), down.DroppedTotal().Packets,
 		phaseAt(ph.up, elapsed), phaseAt(ph.down, elapsed))
+}
+
+// fitWidth cuts a status line to a terminal's width (0: unknown, uncut):
+// a line that wrapped could not be rewritten in place.
+func fitWidth(line string, width int) string {
+	if r := []rune(line); width > 1 && len(r) >= width {
+		return string(r[:width-1])
+	}
+	return line
 }
 
 // shellSummary is the line at the end: what crossed each way over the

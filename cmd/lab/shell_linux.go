@@ -71,7 +71,7 @@ func shellMain(args []string) int {
 			return shellNotFound
 		case errors.As(err, &ee):
 			return shellNotFound - 1 // found, not executable: 126, as shells say
-		case errors.Is(err, errShellUsage):
+		case errors.As(err, new(usageError)):
 			return 2
 		}
 		return shellFailed
@@ -87,8 +87,11 @@ func shellMain(args []string) int {
 	return ex.code
 }
 
-// errShellUsage marks the mistakes in lab shell's arguments.
-var errShellUsage = errors.New("usage")
+// usageError is a mistake in lab shell's arguments, which exits 2 as the
+// flag package's do.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 // shellRun runs lab shell. It returns how CMD ended, nil when it never
 // started; an error with it is a failure to clean up or to write the
@@ -99,7 +102,7 @@ func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellS
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %w", errShellUsage, err)
+		return nil, usageError{err}
 	}
 	if err := shellAvailable(); err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
@@ -237,7 +240,8 @@ wait:
 			}
 			prevUp, prevDown = curUp, curDown
 			if statusOn && ticks%4 == 0 {
-				fmt.Fprintf(sio.log, "\r\033[K%s", shellStatus(now.Sub(pair.Epoch()), now.Sub(statusAt), statusUp, curUp, statusDown, curDown, ph))
+				line := shellStatus(now.Sub(pair.Epoch()), now.Sub(statusAt), statusUp, curUp, statusDown, curDown, ph)
+				fmt.Fprintf(sio.log, "\r\033[K%s", fitWidth(line, terminalWidth(sio.log)))
 				statusUp, statusDown, statusAt, shown = curUp, curDown, now, true
 			}
 			continue
@@ -308,6 +312,19 @@ func inForeground(sio shellIO) bool {
 		}
 	}
 	return false
+}
+
+// terminalWidth is the width of the terminal w is, 0 when unknown.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // timelineText describes a direction's timeline: "delay 25ms, then at 5s

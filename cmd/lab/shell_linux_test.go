@@ -231,6 +231,24 @@ func TestShellSaysWhyItCannotRun(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(dir, "ran"))
 }
 
+// The shell's own failures have exit codes of their own, which CMD's
+// cannot be mistaken for: 2 for its arguments, 127 for a CMD not found.
+func TestShellExitCodes(t *testing.T) {
+	requireShell(t)
+	for want, args := range map[int][]string{
+		2:             {"-scenario"},
+		shellNotFound: {"-scenario", "lan-animation", "--", "no-such-command-anywhere"},
+	} {
+		cmd := shellChild(os.Args[0], args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v", args)
+		require.Equal(t, want, ee.ExitCode(), "%v: %s", args, stderr.String())
+	}
+}
+
 // shellChildEnv carries lab shell's arguments to the test binary run as
 // the lab command (TestShellChild), one per line.
 const shellChildEnv = "LAB_SHELL_CHILD_ARGS"

@@ -52,7 +52,9 @@ func TestShellPhaseAndStatus(t *testing.T) {
 	cur := netem.Stats{Delivered: netem.Counter{Bytes: 1_500_000},
 		Dropped: map[netem.DropReason]netem.Counter{netem.DropLoss: {Packets: 4}, netem.DropQueue: {Packets: 1}}}
 	line := shellStatus(6*time.Second, time.Second, prev, cur, netem.Stats{}, netem.Stats{}, shellPhases{up: phases})
-	require.Equal(t, "lab shell    6s: up   4.00 Mbit/s, 5 dropped; down   0.00 Mbit/s, 0 dropped; phase up 2/2 rate 1 Mbit/s; down 0/0 perfect", line)
+	require.Equal(t, "lab shell 6s: up 4.00 Mbit/s, 5 dropped; down 0.00 Mbit/s, 0 dropped; phase up 2/2 rate 1 Mbit/s; down perfect", line)
+	require.Equal(t, "lab shell 6s: up 4.00 Mbit/s", fitWidth(line, 29), "cut to a terminal's width, less the cursor's column")
+	require.Equal(t, line, fitWidth(line, 0))
 
 	sum := shellSummary(2*time.Second, cur, netem.Stats{}, 3, cmdExit{code: 128 + 15, signal: syscall.SIGTERM})
 	require.Contains(t, sum, "up 0 packets, 1.50 MB delivered (6.00 Mbit/s), 5 dropped (loss 4, queue 1)")
