@@ -22,3 +22,8 @@ func Links(sc *scenarios.Scenario) (up, down netem.LinkConfig, err error) {
 	down = netem.LinkConfig{Name: "down", Seed: s.Seed, Impairments: s.Downlink, Timeline: s.DownlinkTimeline}
 	return up, down, nil
 }
+
+// DescribePhase sums a scenario's phase up as the reports do: "delay 25ms,
+// loss 1%, rate 5 Mbit/s", or "perfect". lab shell's status line names the
+// phase in force with it.
+func DescribePhase(ph scenarios.Phase) string { return describePhase(ph) }

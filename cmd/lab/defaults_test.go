@@ -16,6 +16,9 @@ func TestDefaultAddresses(t *testing.T) {
 	require.NoError(t, err)
 	proxy, err := parseProxy([]string{"-scenario", "lan-animation", "-target", "127.0.0.1:5000"}, io.Discard)
 	require.NoError(t, err)
+	shell, err := parseShell([]string{"-scenario", "lan-animation"}, io.Discard)
+	require.NoError(t, err)
+	require.Empty(t, shell.metrics, "lab shell serves /metrics only when asked")
 	for what, addr := range map[string]string{
 		"lab run -metrics":  run.metrics,
 		"lab proxy -listen": proxy.listen,

@@ -67,12 +67,6 @@ type testOptions struct {
 	seedsFlag string
 }
 
-// usageError is a mistake in the command line, which is exit status 2.
-type usageError string
-
-func (e usageError) Error() string { return string(e) }
-
-func usagef(format string, args ...any) error { return usageError(fmt.Sprintf(format, args...)) }
 
 // parseTest reads lab test's command line. Flags may come after the
 // files too (lab test my.yaml -junit j.xml), as people write them.

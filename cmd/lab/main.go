@@ -28,6 +28,7 @@ commands:
   accept  run the nightly and write its runs as the new baseline (testdata/baselines)
   compare one scenario, a group or the library under two configurations: report, plots, verdict
   ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
+  shell   run any program (or a shell) in a namespace behind a scenario's network, TCP and UDP, as root (like mahimahi)
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
   test    your own scenario files in virtual time, exact: progress, summary, results, report, JUnit XML
 
@@ -68,6 +69,8 @@ func main() {
 		err = openmetricsCmd(os.Args[2:], os.Stdout)
 	case "test":
 		os.Exit(testMain(os.Args[2:], os.Stdout, os.Stderr)) // 0, 1 or 2: its own statuses
+	case "shell":
+		os.Exit(shellMain(os.Args[2:])) // CMD's status
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -83,3 +86,12 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// usageError is a mistake in a command's arguments, which exits 2 as the
+// flag package's do (lab test and lab shell).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// usagef is a usageError with a message.
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }

@@ -35,7 +35,8 @@ var sections = map[string][]string{
 	"docs/testing.md":       {"The test command", "Tests that need Debian packages, or root", "Fuzz tests", "How the library's bounds were set"},
 	"docs/abr.md":           {"NuviraHub's ABR", "The switches", "GCC beside it"},
 	"docs/paths.md":         {"How the PCs connect", "Which path each pairing of routers takes", "Time to the first frame per fallback step"},
-	"docs/security.md":      {"What listens, and where", "The proxy's API", "What the relay admits, and what it sees", "What needs root, and why"},
+	"docs/security.md":      {"What listens, and where", "The proxy's API", "What the relay admits, and what it sees", "The shell: a lab, not a way out", "What needs root, and why"},
+	"docs/shell.md":         {"A worked example", "What the shell can reach", "How cleanup works", "What needs root", "Compared with mahimahi", "What the tests measure"},
 }
 
 // repo loads the repository's docs and what they must hold.

@@ -158,21 +158,45 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 		}
 	}
 
+	if err := register(reg, labels, m.frameLatency, m.networkLatency, m.framesSent, m.framesDisplayed, m.framesSkipped,
+		m.framesDropped, m.sentBytes, m.target, m.decisions, m.queueBytes, m.queueDelay, m.delivered, m.linkDropped); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// NewLinks makes metrics of the links only (queue, delivered, dropped) and
+// registers them on reg: what a program's traffic through the lab's links
+// shows (lab shell), where there are no frames or controller to count. Its
+// other methods then count nothing anyone can read.
+func NewLinks(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) {
+	if reg == nil {
+		return nil, errors.New("metrics: nil registerer")
+	}
+	m, err := New(prometheus.NewRegistry(), nil) // every metric made, none exposed
+	if err != nil {
+		return nil, err
+	}
+	if err := register(reg, labels, m.queueBytes, m.queueDelay, m.delivered, m.linkDropped); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers cs on reg with the constant labels, all or none.
+func register(reg prometheus.Registerer, labels prometheus.Labels, cs ...prometheus.Collector) error {
 	wrapped := prometheus.WrapRegistererWith(labels, reg)
 	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{
-		m.frameLatency, m.networkLatency, m.framesSent, m.framesDisplayed, m.framesSkipped, m.framesDropped,
-		m.sentBytes, m.target, m.decisions, m.queueBytes, m.queueDelay, m.delivered, m.linkDropped,
-	} {
+	for _, c := range cs {
 		if err := wrapped.Register(c); err != nil {
 			for _, d := range done {
 				wrapped.Unregister(d)
 			}
-			return nil, fmt.Errorf("metrics: %w", err)
+			return fmt.Errorf("metrics: %w", err)
 		}
 		done = append(done, c)
 	}
-	return m, nil
+	return nil
 }
 
 // FrameSent counts a frame of bytes handed to QUIC.

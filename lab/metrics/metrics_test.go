@@ -322,3 +322,40 @@ func lastSample(t *testing.T, text, series string) (value, at float64) {
 	require.NoError(t, err)
 	return value, at
 }
+
+// NewLinks exposes the links' families and nothing of frames or
+// controllers, which a program's traffic does not have.
+func TestNewLinksRegistersOnlyTheLinks(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.NewLinks(reg, prometheus.Labels{"scenario": "x"})
+	require.NoError(t, err)
+	m.Link(metrics.Up, metrics.LinkSample{DeliveredBytes: 1500, Dropped: map[string]uint64{"loss": 2}})
+	m.FrameDisplayed(40 * time.Millisecond)
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.GetName())
+	}
+	require.ElementsMatch(t, []string{metrics.LinkQueueBytes, metrics.LinkQueueDelay, metrics.LinkDeliveredBytes, metrics.LinkDroppedPackets}, names)
+	up := 0.0
+	for _, mt := range fams[indexOf(names, metrics.LinkDeliveredBytes)].GetMetric() {
+		for _, l := range mt.GetLabel() {
+			if l.GetName() == "direction" && l.GetValue() == metrics.Up {
+				up = mt.GetCounter().GetValue()
+			}
+		}
+	}
+	require.Equal(t, 1500.0, up)
+	_, err = metrics.NewLinks(reg, prometheus.Labels{"scenario": "x"})
+	require.Error(t, err, "the same labels twice")
+}
+
+func indexOf(names []string, name string) int {
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}

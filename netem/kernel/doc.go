@@ -4,7 +4,10 @@
 //
 // It owns a Pair: two network namespaces with a TUN device in each, whose IP
 // packets cross from one device to the other through two netem Links (one per
-// direction) running in real time with precise timers. It owns the pair's
+// direction) running in real time with precise timers. B may instead be the
+// host's own namespace (Config.HostB), as for lab shell: any program run in A
+// (Pair.CommandA) then reaches this machine's servers at B's address across
+// the links, and nothing beyond it. It owns the pair's
 // lifetime too: everything New creates is removed by Close, after a failure
 // during setup, and when the process gets SIGINT or SIGTERM. Sweep removes
 // what a killed process (SIGKILL) left behind.

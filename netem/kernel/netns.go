@@ -103,25 +103,37 @@ func addNamespace(name string) error { return runIP("", "netns", "add", name) }
 
 func delNamespace(name string) error { return runIP("", "netns", "del", name) }
 
+// txQueueLen is the TUN devices' queue, in packets, in front of the
+// reader that hands packets to a link. It holds anything only when the
+// reader falls behind, on a busy machine: 500, the kernel's default for
+// TUN, is 100 ms of 100-byte packets at 4 Mbit/s, and a longer stall would
+// drop packets before they reached the link, where no counter sees them.
+// Longer, such a stall delays them instead.
+const txQueueLen = 10000
+
 // configure brings up loopback and the TUN device in namespace ns and gives
-// the device its address, in one ip process. The device gets no IPv6
-// link-local address (addrgenmode none), so the only traffic on the links is
-// what the lab sends, not router solicitations.
+// the device its address, in one ip process; ns "" is the process's own
+// namespace (the host's), whose loopback is left as it is. The device gets
+// no IPv6 link-local address (addrgenmode none), so the only traffic on the
+// links is what the lab sends, not router solicitations.
 func configure(ns, dev string, addr netip.Addr, mtu int) error {
-	script := fmt.Sprintf("link set dev lo up\n"+
-		"link set dev %[1]s addrgenmode none\n"+
-		"link set dev %[1]s mtu %[2]d up\n"+
-		"addr add %[3]s/30 dev %[1]s\n", dev, mtu, addr)
-	return runIP(script, "-n", ns, "-batch", "-")
+	script := fmt.Sprintf("link set dev %[1]s addrgenmode none\n"+
+		"link set dev %[1]s mtu %[2]d txqueuelen %[4]d up\n"+
+		"addr add %[3]s/30 dev %[1]s\n", dev, mtu, addr, txQueueLen)
+	if ns == "" {
+		return runIP(script, "-batch", "-")
+	}
+	return runIP("link set dev lo up\n"+script, "-n", ns, "-batch", "-")
 }
 
-// openTUN creates TUN device dev inside namespace ns (a device is created in
-// the namespace of the thread that asks for it) and returns it as a file in
-// non-blocking mode, so that reads wait in the runtime's poller and Close
-// wakes them.
-func openTUN(ns, dev string) (*os.File, error) {
-	var f *os.File
-	err := inNamespace(ns, func() error {
+// openTUN creates TUN device dev inside namespace ns ("" for the process's
+// own; a device is created in the namespace of the thread that asks for
+// it) and returns it as a file in non-blocking mode, so that reads wait in
+// the runtime's poller and Close wakes them, with the device's name: dev
+// may be a pattern like "labgw%d", which the kernel completes with the
+// first free number.
+func openTUN(ns, dev string) (f *os.File, name string, err error) {
+	open := func() error {
 		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return fmt.Errorf("kernel: open /dev/net/tun: %w", err)
@@ -136,12 +148,26 @@ func openTUN(ns, dev string) (*os.File, error) {
 		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
 		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 			unix.Close(fd)
-			return fmt.Errorf("kernel: TUNSETIFF %s in %s: %w", dev, ns, err)
+			return fmt.Errorf("kernel: TUNSETIFF %s in %s: %w", dev, namespaceName(ns), err)
 		}
-		f = os.NewFile(uintptr(fd), "tun:"+ns+"/"+dev)
+		name = ifr.Name()
+		f = os.NewFile(uintptr(fd), "tun:"+namespaceName(ns)+"/"+name)
 		return nil
-	})
-	return f, err
+	}
+	if ns == "" {
+		err = open()
+	} else {
+		err = inNamespace(ns, open)
+	}
+	return f, name, err
+}
+
+// namespaceName names namespace ns in messages: "" is the host's.
+func namespaceName(ns string) string {
+	if ns == "" {
+		return "the host's namespace"
+	}
+	return ns
 }
 
 // inNamespace runs fn on an OS thread switched into the named network

@@ -25,8 +25,12 @@ var live struct {
 }
 
 // register records a pair being made, and starts catching signals with the
-// first one.
+// first one. A pair whose program handles the signals itself
+// (Config.OwnSignals) is not recorded.
 func register(p *Pair) {
+	if p.ownSignals {
+		return
+	}
 	live.Lock()
 	defer live.Unlock()
 	if live.pairs == nil {
@@ -44,6 +48,9 @@ func register(p *Pair) {
 // unregister forgets a closed pair, and stops catching signals with the
 // last one.
 func unregister(p *Pair) {
+	if p.ownSignals {
+		return
+	}
 	live.Lock()
 	defer live.Unlock()
 	delete(live.pairs, p)

@@ -2,10 +2,12 @@
 // Wireshark and tshark open. Each link tapped gets two interfaces,
 // "<link>-in" (every packet offered to the link, with its fate in the
 // packet's comment) and "<link>-out" (every packet the link delivered), so
-// a capture shows both sides of an impairment at once. The links carry
+// a capture shows both sides of an impairment at once. Most links carry
 // bare UDP payloads; the capture wraps each in a synthetic IPv4 (or IPv6)
 // and UDP header built from the packet's addresses, so that Wireshark
-// dissects UDP and, with the session's TLS key log, decrypts QUIC.
+// dissects UDP and, with the session's TLS key log, decrypts QUIC. The
+// kernel mode's links carry whole IP packets, which TapIP captures as they
+// are.
 //
 // gopacket's pcapgo.NgWriter writes the section, the interfaces and the
 // packets without a comment. It writes no per-packet options and no
@@ -72,8 +74,15 @@ func NewWriter(w io.Writer) *Writer {
 
 // Tap adds the interfaces "<link>-in" and "<link>-out" to the capture and
 // returns the tap to set as the link's netem.LinkConfig.Tap. Each link needs
-// its own name.
-func (w *Writer) Tap(link string) (*Tap, error) {
+// its own name. The link's packets are UDP payloads, captured inside
+// synthetic IP and UDP headers.
+func (w *Writer) Tap(link string) (*Tap, error) { return w.tap(link, false) }
+
+// TapIP is Tap for a link whose packets are whole IP packets (netem/kernel's
+// links): they are captured byte for byte, with no header added.
+func (w *Writer) TapIP(link string) (*Tap, error) { return w.tap(link, true) }
+
+func (w *Writer) tap(link string, raw bool) (*Tap, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -92,7 +101,7 @@ func (w *Writer) Tap(link string) (*Tap, error) {
 		Description: "packets delivered by netem link " + link,
 		LinkType:    layers.LinkTypeRaw,
 	}
-	t := &Tap{w: w, name: link}
+	t := &Tap{w: w, name: link, raw: raw}
 	if w.ng == nil {
 		opts := pcapgo.DefaultNgWriterOptions
 		opts.SectionInfo.Application = "latencylab netem/pcap"
@@ -202,6 +211,7 @@ type Tap struct {
 	w       *Writer
 	name    string
 	in, out int
+	raw     bool // the packets are whole IP packets (TapIP)
 }
 
 var _ netem.Tap = (*Tap)(nil)
@@ -215,7 +225,7 @@ func (t *Tap) Entered(p *netem.Packet, f netem.Fate) {
 	} else {
 		comment = DeliveredPrefix + f.At.Sub(p.Sent).String()
 	}
-	t.w.write(t.in, p.Sent, p, comment)
+	t.w.write(t.in, p.Sent, p, comment, t.raw)
 }
 
 // Left implements netem.Tap: the packet goes on "<link>-out" now. Copies
@@ -231,21 +241,25 @@ func (t *Tap) Left(p *netem.Packet) {
 	case p.Corrupted:
 		comment = "corrupted"
 	}
-	t.w.write(t.out, time.Now(), p, comment)
+	t.w.write(t.out, time.Now(), p, comment, t.raw)
 }
 
-// write adds one packet to the capture. Errors are kept for Flush: a tap
-// cannot fail the link it watches.
-func (w *Writer) write(iface int, at time.Time, p *netem.Packet, comment string) {
+// write adds one packet to the capture, as it is when raw, else inside
+// synthetic headers. Errors are kept for Flush: a tap cannot fail the link
+// it watches.
+func (w *Writer) write(iface int, at time.Time, p *netem.Packet, comment string, raw bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.err != nil {
 		return
 	}
-	frame, err := w.frame(p)
-	if err != nil {
-		w.err = err
-		return
+	frame := p.Data
+	if !raw {
+		var err error
+		if frame, err = w.frame(p); err != nil {
+			w.err = err
+			return
+		}
 	}
 	if comment == "" {
 		ci := gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: len(frame), InterfaceIndex: iface}

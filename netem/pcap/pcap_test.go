@@ -69,3 +69,44 @@ func TestTapCapture(t *testing.T) {
 		require.Contains(t, in.Statistics.Comment, "loss=")
 	})
 }
+
+// A link that carries whole IP packets (the kernel mode's) is captured byte
+// for byte by TapIP: a TCP segment stays a TCP segment, with no UDP header
+// wrapped around it.
+func TestTapIPCapturesPacketsAsTheyAre(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP,
+			SrcIP: net.IPv4(10, 77, 0, 1), DstIP: net.IPv4(10, 77, 0, 2)}
+		tcp := &layers.TCP{SrcPort: 40000, DstPort: 80, SYN: true, Seq: 7, Window: 64240}
+		require.NoError(t, tcp.SetNetworkLayerForChecksum(ip))
+		buf := gopacket.NewSerializeBuffer()
+		require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ip, tcp))
+		packet := buf.Bytes()
+
+		var out bytes.Buffer
+		w := pcap.NewWriter(&out)
+		tap, err := w.TapIP("up")
+		require.NoError(t, err)
+		l, err := netem.NewLink(netem.LinkConfig{Name: "up", Tap: tap,
+			Impairments: []netem.Impairment{&netem.Delay{Delay: 25 * time.Millisecond}}}, func(*netem.Packet) {})
+		require.NoError(t, err)
+		require.NoError(t, l.Send(&netem.Packet{Data: bytes.Clone(packet)}))
+		time.Sleep(30 * time.Millisecond)
+		require.NoError(t, l.Close())
+		require.NoError(t, w.Close())
+
+		r, err := pcapgo.NewNgReader(&out, pcapgo.DefaultNgReaderOptions)
+		require.NoError(t, err)
+		var seen []int
+		for {
+			data, ci, err := r.ReadPacketData()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			require.Equal(t, packet, data, "interface %d", ci.InterfaceIndex)
+			seen = append(seen, ci.InterfaceIndex)
+		}
+		require.Equal(t, []int{0, 1}, seen, "offered on up-in, delivered on up-out")
+	})
+}
