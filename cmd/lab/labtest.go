@@ -67,7 +67,6 @@ type testOptions struct {
 	seedsFlag string
 }
 
-
 // parseTest reads lab test's command line. Flags may come after the
 // files too (lab test my.yaml -junit j.xml), as people write them.
 func parseTest(args []string, stderr io.Writer) (testOptions, error) {
