@@ -125,9 +125,15 @@ type PhaseInfo struct {
 	// Description sums the phase up: "delay 25ms, loss 1%, rate 5 Mbit/s".
 	Description string `json:"description"`
 	// RateBps is the rate cap (0: none); Trace the trace replayed instead,
-	// as the scenario names it.
+	// as the scenario names it (a path of a file outside the library
+	// written absolute by the loader).
 	RateBps int64  `json:"rate_bps,omitempty"`
 	Trace   string `json:"trace,omitempty"`
+	// TraceOffset is where the trace stood at time zero (0: at its start)
+	// and TraceNoLoop that it was played once, the link carrying nothing
+	// after its end, instead of wrapping: with Trace, the segment that ran.
+	TraceOffset time.Duration `json:"trace_offset_ns,omitempty"`
+	TraceNoLoop bool          `json:"trace_no_loop,omitempty"`
 }
 
 // FrameRecord is one frame's ground truth. Instants are offsets from time
