@@ -214,8 +214,16 @@ func noSharedTrace(dir, name string) string {
 }
 
 // traceCheck loads the traces of one scenario once each, for validate.
+//
+// It does nothing until the scenario names a trace: an exact session's
+// result depends on what its instance did before it, down to the maps
+// made (each draws from the runtime's fixed random stream, which select
+// statements share) and the garbage collector's timing (see
+// docs/determinism.md), so a scenario without traces is loaded with the
+// work it was loaded with before traces were checked.
 type traceCheck struct {
-	base   traceBase
+	file   string
+	base   *traceBase
 	loaded map[string]loadedTrace
 }
 
@@ -227,8 +235,15 @@ type loadedTrace struct {
 	msg    string
 }
 
-func newTraceCheck(file string) *traceCheck {
-	return &traceCheck{base: baseOf(file), loaded: map[string]loadedTrace{}}
+func newTraceCheck(file string) *traceCheck { return &traceCheck{file: file} }
+
+// rule is the scenario's rule for its trace paths, found on first use.
+func (c *traceCheck) rule() traceBase {
+	if c.base == nil {
+		b := baseOf(c.file)
+		c.base = &b
+	}
+	return *c.base
 }
 
 // load finds and parses the trace ref with netem's parser, the one the run
@@ -238,6 +253,9 @@ func (c *traceCheck) load(ref string) loadedTrace {
 		return l
 	}
 	l := c.open(ref)
+	if c.loaded == nil {
+		c.loaded = map[string]loadedTrace{}
+	}
 	c.loaded[ref] = l
 	return l
 }
@@ -254,7 +272,7 @@ type parsedTrace struct {
 }
 
 func (c *traceCheck) open(ref string) loadedTrace {
-	p, err := c.base.locate(ref)
+	p, err := c.rule().locate(ref)
 	switch {
 	case errors.Is(err, ErrSharedAbsent), errors.Is(err, modroot.ErrNotFound):
 		return loadedTrace{}
@@ -268,7 +286,7 @@ func (c *traceCheck) open(ref string) loadedTrace {
 	case errors.Is(err, fs.ErrNotExist) && filepath.IsAbs(ref):
 		return loadedTrace{msg: "no trace file at " + p}
 	case errors.Is(err, fs.ErrNotExist):
-		return loadedTrace{msg: fmtf("no trace file at %s: %s", p, c.base.rule())}
+		return loadedTrace{msg: fmtf("no trace file at %s: %s", p, c.rule().rule())}
 	case err != nil:
 		return loadedTrace{msg: "cannot read the trace: " + err.Error()}
 	case !fi.Mode().IsRegular():
@@ -305,7 +323,7 @@ func (c *traceCheck) check(v validator, p string, t *Trace) {
 		v.rep(p+".file", nil, missing("trace", "file"))
 		return
 	}
-	if msg := c.base.checkRef(t.File); msg != "" {
+	if msg := c.rule().checkRef(t.File); msg != "" {
 		v.rep(p+".file", nil, msg)
 		return
 	}
@@ -328,13 +346,18 @@ func (c *traceCheck) check(v validator, p string, t *Trace) {
 // written (from the repository's root, the same in every process of the
 // checkout), so that its results name them as its files do.
 func absoluteTraces(s *Scenario) {
-	b := baseOf(s.File)
-	if b.kind != fromFile {
-		return
-	}
+	var b *traceBase // found on first use, as traceCheck's
 	for _, phases := range [][]Phase{s.Network.Up, s.Network.Down} {
 		for _, ph := range phases {
-			if t := ph.Trace; t != nil && !strings.HasPrefix(t.File, SharedPrefix) && !filepath.IsAbs(t.File) {
+			t := ph.Trace
+			if t == nil || strings.HasPrefix(t.File, SharedPrefix) || filepath.IsAbs(t.File) {
+				continue
+			}
+			if b == nil {
+				base := baseOf(s.File)
+				b = &base
+			}
+			if b.kind == fromFile {
 				t.File = filepath.Join(b.dir, filepath.FromSlash(t.File))
 			}
 		}
