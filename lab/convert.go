@@ -152,8 +152,8 @@ func convertLink(dir, file string, phases []scenarios.Phase, traces map[string]*
 		}
 		caps = append(caps, c)
 		pi := result.PhaseInfo{At: ph.At, Description: describePhase(ph), RateBps: ph.Rate}
-		if t := ph.Trace; t != nil {
-			pi.Trace, pi.TraceOffset, pi.TraceNoLoop = t.File, t.Offset, t.NoLoop
+		if ph.Trace != nil {
+			pi.Trace = ph.Trace.File // its segment is in the description
 		}
 		info = append(info, pi)
 		if i == 0 && ph.At == 0 {

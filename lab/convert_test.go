@@ -378,8 +378,7 @@ network:
 	require.False(t, tl.NoLoop)
 
 	trace := filepath.Join(dir, "t.down")
-	require.Equal(t, result.PhaseInfo{Description: "trace " + trace + " from 5s (played once), delay 10ms",
-		Trace: trace, TraceOffset: 5 * time.Second, TraceNoLoop: true}, p.network.Down[0])
+	require.Equal(t, result.PhaseInfo{Description: "trace " + trace + " from 5s (played once), delay 10ms", Trace: trace}, p.network.Down[0])
 	require.Equal(t, result.PhaseInfo{At: 10 * time.Second, Description: "trace " + trace, Trace: trace}, p.network.Down[1])
 
 	// From the offset, the fast half (1000 opportunities a second), then

@@ -126,14 +126,13 @@ type PhaseInfo struct {
 	Description string `json:"description"`
 	// RateBps is the rate cap (0: none); Trace the trace replayed instead,
 	// as the scenario names it (a path of a file outside the library
-	// written absolute by the loader).
+	// written absolute by the loader). The segment that ran, the trace's
+	// offset and whether it was played once, is in Description: two more
+	// fields here would change the size of every result, and with it the
+	// garbage collector's timing, which moves an exact session whose
+	// outcome hinges on one race (docs/determinism.md).
 	RateBps int64  `json:"rate_bps,omitempty"`
 	Trace   string `json:"trace,omitempty"`
-	// TraceOffset is where the trace stood at time zero (0: at its start)
-	// and TraceNoLoop that it was played once, the link carrying nothing
-	// after its end, instead of wrapping: with Trace, the segment that ran.
-	TraceOffset time.Duration `json:"trace_offset_ns,omitempty"`
-	TraceNoLoop bool          `json:"trace_no_loop,omitempty"`
 }
 
 // FrameRecord is one frame's ground truth. Instants are offsets from time
