@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,8 +27,10 @@ import (
 var (
 	// ErrSharedAbsent: the scenario replays a trace from ../shared, the
 	// folder beside the repository that holds recordings which are not
-	// the project's to ship, and it is not there. Tests skip on it.
-	ErrSharedAbsent = errors.New("lab: shared trace folder absent")
+	// the project's to ship, and it is not there. Tests skip on it. It is
+	// the loader's own (scenarios.ErrSharedAbsent): a scenario that names
+	// a shared trace loads without the folder, and its run says this.
+	ErrSharedAbsent = scenarios.ErrSharedAbsent
 	// ErrScenario wraps every other reason a scenario cannot be run as
 	// written (an unknown preset, source or controller, a queue without a
 	// bottleneck, parameters netem refuses).
@@ -40,9 +39,6 @@ var (
 	// yet (a path other than direct).
 	ErrUnsupported = errors.New("lab: not supported yet")
 )
-
-// sharedPrefix marks a trace kept in ../shared/traces/mahimahi.
-const sharedPrefix = "shared:"
 
 // plan is a scenario made ready to run: the session and what the result
 // needs to know about the network that the session does not keep.
@@ -60,7 +56,15 @@ type plan struct {
 type capPhase struct {
 	at    time.Duration
 	rate  int64
-	trace *traceTimes
+	trace *traceCap
+}
+
+// traceCap is a trace as a phase replays it: from an offset, wrapping or
+// played once.
+type traceCap struct {
+	times  *traceTimes
+	offset time.Duration
+	once   bool
 }
 
 // traceTimes are a trace's opportunities in a form that can be counted;
@@ -71,8 +75,10 @@ type traceTimes struct {
 }
 
 // convert turns a scenario into a session. It loads the traces the
-// scenario replays; a relative trace path counts from the module root, a
-// "shared:NAME" one from ../shared/traces/mahimahi beside it.
+// scenario replays, found as the loader finds them (scenarios.TracePath):
+// a relative path from the scenario file's folder, or from the module root
+// for the library and a scenario built in Go, "shared:NAME" from
+// ../shared/traces/mahimahi beside the module root.
 func convert(sc *scenarios.Scenario) (*plan, error) {
 	if sc == nil {
 		return nil, fmt.Errorf("%w: no scenario", ErrScenario)
@@ -98,10 +104,10 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	traces := map[string]*netem.Trace{}
 	var err error
 	s := &p.session
-	if s.Uplink, s.UplinkTimeline, p.up, p.network.Up, err = convertLink("up", sc.Network.Up, traces); err != nil {
+	if s.Uplink, s.UplinkTimeline, p.up, p.network.Up, err = convertLink("up", sc.File, sc.Network.Up, traces); err != nil {
 		return nil, err
 	}
-	if s.Downlink, s.DownlinkTimeline, p.down, p.network.Down, err = convertLink("down", sc.Network.Down, traces); err != nil {
+	if s.Downlink, s.DownlinkTimeline, p.down, p.network.Down, err = convertLink("down", sc.File, sc.Network.Down, traces); err != nil {
 		return nil, err
 	}
 	if s.Screen, err = convertScreen(sc.Screen, sc.Agent.Refresh); err != nil {
@@ -133,18 +139,23 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 
 // convertLink turns a direction's timeline into the impairments in force
 // from the start and the later phases, and notes each phase's capacity.
-func convertLink(dir string, phases []scenarios.Phase, traces map[string]*netem.Trace) (initial []netem.Impairment, timeline []netem.Phase, caps []capPhase, info []result.PhaseInfo, err error) {
+// file is the scenario's file, where its trace paths count from.
+func convertLink(dir, file string, phases []scenarios.Phase, traces map[string]*netem.Trace) (initial []netem.Impairment, timeline []netem.Phase, caps []capPhase, info []result.PhaseInfo, err error) {
 	for i, ph := range phases {
 		where := fmt.Sprintf("network.%s[%d]", dir, i)
 		if ph.At < 0 || (i > 0 && ph.At <= phases[i-1].At) {
 			return nil, nil, nil, nil, fmt.Errorf("%w: %s: at %v: phases must start at increasing instants from 0", ErrScenario, where, ph.At)
 		}
-		imps, c, err := convertPhase(where, ph, traces)
+		imps, c, err := convertPhase(where, file, ph, traces)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
 		caps = append(caps, c)
-		info = append(info, result.PhaseInfo{At: ph.At, Description: describePhase(ph), RateBps: ph.Rate, Trace: ph.Trace})
+		pi := result.PhaseInfo{At: ph.At, Description: describePhase(ph), RateBps: ph.Rate}
+		if ph.Trace != nil {
+			pi.Trace = ph.Trace.File // its segment is in the description
+		}
+		info = append(info, pi)
 		if i == 0 && ph.At == 0 {
 			initial = imps
 			continue
@@ -158,7 +169,7 @@ func convertLink(dir string, phases []scenarios.Phase, traces map[string]*netem.
 // matters only for the delay stage: spikes come first so that a spike
 // window judges a packet by the instant it reaches the delay stage, as the
 // schedule of a radio stall would, not by an instant a jitter moved.
-func convertPhase(where string, ph scenarios.Phase, traces map[string]*netem.Trace) ([]netem.Impairment, capPhase, error) {
+func convertPhase(where, file string, ph scenarios.Phase, traces map[string]*netem.Trace) ([]netem.Impairment, capPhase, error) {
 	var imps []netem.Impairment
 	c := capPhase{at: ph.At}
 	if ph.BlockUDP {
@@ -191,20 +202,21 @@ func convertPhase(where string, ph scenarios.Phase, traces map[string]*netem.Tra
 		q.CoDel = &netem.CoDelParams{} // RFC 8289's defaults
 	}
 	switch {
-	case ph.Trace != "":
-		tr, err := loadTrace(ph.Trace, traces)
+	case ph.Trace != nil:
+		tr, err := loadTrace(file, ph.Trace.File, traces)
 		if err != nil {
 			return nil, c, fmt.Errorf("%s: %w", where, err)
 		}
 		// The loaded trace is shared by every phase that names it, so a
-		// timeline that keeps the trace keeps its position (TraceLink's
-		// Inherit compares the traces).
-		imps = append(imps, &netem.TraceLink{Path: tr.Name, Trace: tr, Overhead: ph.Overhead, Queue: q})
+		// timeline that keeps the trace (and its offset) keeps its
+		// position (TraceLink's Inherit compares the traces).
+		imps = append(imps, &netem.TraceLink{Path: tr.Name, Trace: tr, Offset: ph.Trace.Offset, NoLoop: ph.Trace.NoLoop,
+			Overhead: ph.Overhead, Queue: q})
 		tt, err := traceTimesOf(tr)
 		if err != nil {
 			return nil, c, fmt.Errorf("%s: %w", where, err)
 		}
-		c.trace = tt
+		c.trace = &traceCap{times: tt, offset: ph.Trace.Offset, once: ph.Trace.NoLoop}
 	case ph.Rate > 0:
 		imps = append(imps, &netem.Rate{Rate: ph.Rate, Overhead: ph.Overhead, Queue: q})
 		c.rate = ph.Rate
@@ -269,8 +281,17 @@ func describePhase(ph scenarios.Phase) string {
 		add("corrupt %g%%", ph.Corrupt*100)
 	}
 	switch {
-	case ph.Trace != "":
-		add("trace %s", ph.Trace)
+	case ph.Trace != nil:
+		// The segment that ran: where the trace stood at time zero, and
+		// whether it ended rather than wrapped.
+		desc := "trace " + ph.Trace.File
+		if ph.Trace.Offset > 0 {
+			desc += " from " + scenarios.FormatDuration(ph.Trace.Offset)
+		}
+		if ph.Trace.NoLoop {
+			desc += " (played once)"
+		}
+		add("%s", desc)
 	case ph.Rate > 0:
 		add("rate %s Mbit/s", strconv.FormatFloat(float64(ph.Rate)/1e6, 'g', 6, 64))
 	}
@@ -312,9 +333,10 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// loadTrace resolves and loads a trace once per run.
-func loadTrace(ref string, traces map[string]*netem.Trace) (*netem.Trace, error) {
-	path, err := resolveTrace(ref)
+// loadTrace finds the trace ref that the scenario file names and loads it
+// once per run.
+func loadTrace(file, ref string, traces map[string]*netem.Trace) (*netem.Trace, error) {
+	path, err := resolveTrace(file, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -329,30 +351,16 @@ func loadTrace(ref string, traces map[string]*netem.Trace) (*netem.Trace, error)
 	return tr, nil
 }
 
-// resolveTrace finds a trace file: "shared:NAME" in the shared folder
-// beside the module, a relative path from the module root (so that a
-// scenario names the same file whichever package's test runs it), an
-// absolute path as it is.
-func resolveTrace(ref string) (string, error) {
-	if filepath.IsAbs(ref) {
-		return ref, nil
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	name, shared := strings.CutPrefix(ref, sharedPrefix)
-	if !shared {
-		return filepath.Join(root, filepath.FromSlash(ref)), nil
-	}
-	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return "", fmt.Errorf("%w: trace %q: a shared trace is a file name in the shared folder", ErrScenario, ref)
-	}
-	dir := filepath.Join(filepath.Dir(root), "shared", "traces", "mahimahi")
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%w: trace %q: %s does not exist (the shared folder sits beside the repository)", ErrSharedAbsent, ref, path)
-	} else if err != nil {
+// resolveTrace finds a trace file by the loader's rule (scenarios.TracePath).
+// An absent shared folder is ErrSharedAbsent, for the tests to skip; any
+// other reason is ErrScenario, a shared trace not in a folder that is there
+// included: a misspelled name fails rather than skips.
+func resolveTrace(file, ref string) (string, error) {
+	path, err := scenarios.TracePath(file, ref)
+	switch {
+	case errors.Is(err, ErrSharedAbsent):
+		return "", fmt.Errorf("lab: trace %q: %w", ref, err)
+	case err != nil:
 		return "", fmt.Errorf("%w: trace %q: %w", ErrScenario, ref, err)
 	}
 	return path, nil
@@ -408,6 +416,25 @@ func (tt *traceTimes) before(t time.Duration) int64 {
 	return count
 }
 
+// between counts the opportunities the phase's trace offers at the
+// session's instants [a, b), 0 <= a <= b: the trace stands at offset at
+// time zero, and played once it offers none after its end.
+func (tc *traceCap) between(a, b time.Duration) int64 {
+	count := tc.times.before
+	if tc.once {
+		count = tc.times.once
+	}
+	return count(tc.offset+b) - count(tc.offset+a)
+}
+
+// once counts the opportunities of the trace's first repetition at
+// instants in [0, t): a trace played once has no other.
+func (tt *traceTimes) once(t time.Duration) int64 {
+	return int64(sort.Search(len(tt.ms), func(i int) bool {
+		return time.Duration(tt.ms[i])*time.Millisecond >= t
+	}))
+}
+
 // capacity is the bits a direction can carry in [a, b) and the part of
 // that interval with a bottleneck at all.
 func capacity(phases []capPhase, a, b time.Duration) (bits float64, capped time.Duration) {
@@ -421,7 +448,7 @@ func capacity(phases []capPhase, a, b time.Duration) (bits float64, capped time.
 		}
 		switch {
 		case ph.trace != nil:
-			bits += float64(ph.trace.before(hi)-ph.trace.before(lo)) * netem.TraceMTU * 8
+			bits += float64(ph.trace.between(lo, hi)) * netem.TraceMTU * 8
 		case ph.rate > 0:
 			bits += float64(ph.rate) * (hi - lo).Seconds()
 		default:

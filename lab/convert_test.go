@@ -2,6 +2,7 @@ package lab
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
 	"github.com/nuvirahub/latencylab/internal/needs"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -59,7 +61,7 @@ func TestConvertNetworkReachesNetem(t *testing.T) {
 					Delay:     40 * time.Millisecond,
 					Gilbert:   &scenarios.Gilbert{P: 0.01, R: 0.3, OneMinusH: 0.9, OneMinusK: 0.01},
 					Duplicate: 0.02, Corrupt: 0.001,
-					Trace:   "testdata/traces/cellular-steady.down",
+					Trace:   &scenarios.Trace{File: "testdata/traces/cellular-steady.down"},
 					Outages: &scenarios.Outages{Windows: []scenarios.Window{{Start: 12 * time.Second, Duration: 500 * time.Millisecond}}, Hold: true},
 				},
 				{At: 20 * time.Second, BlockUDP: true, Outages: &scenarios.Outages{Every: 3 * time.Second, Duration: time.Second, Offset: 21 * time.Second}},
@@ -274,11 +276,14 @@ func TestConvertErrors(t *testing.T) {
 			s.Network.Down = []scenarios.Phase{{At: time.Second}, {At: time.Second}}
 		}, ErrScenario, "network.down[1]: at 1s"},
 		{"trace missing", func(s *scenarios.Scenario) {
-			s.Network.Down = []scenarios.Phase{{Trace: "testdata/traces/none.down"}}
+			s.Network.Down = []scenarios.Phase{{Trace: &scenarios.Trace{File: "testdata/traces/none.down"}}}
 		}, ErrScenario, `trace "testdata/traces/none.down"`},
 		{"shared name", func(s *scenarios.Scenario) {
-			s.Network.Down = []scenarios.Phase{{Trace: "shared:../x"}}
-		}, ErrScenario, "a shared trace is a file name"},
+			s.Network.Down = []scenarios.Phase{{Trace: &scenarios.Trace{File: "shared:../x"}}}
+		}, ErrScenario, `"shared:../x" is not a shared trace`},
+		{"netem refuses the trace's offset", func(s *scenarios.Scenario) {
+			s.Network.Down = []scenarios.Phase{{Trace: &scenarios.Trace{File: "testdata/traces/cellular-steady.down", Offset: time.Hour, NoLoop: true}}}
+		}, ErrScenario, "network.down[0]: trace: trace offset 1h0m0s is not below the trace's length 1m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := base()
@@ -291,11 +296,13 @@ func TestConvertErrors(t *testing.T) {
 }
 
 // A shared trace resolves beside the module root; where the shared folder
-// is absent the error is ErrSharedAbsent, saying where it looked.
+// is absent the error is ErrSharedAbsent, saying where it looked, and
+// where it is there a name it does not hold fails: a misspelled name is
+// not a reason to skip.
 func TestSharedTraceResolution(t *testing.T) {
 	root, err := moduleRoot()
 	require.NoError(t, err)
-	path, err := resolveTrace("shared:Verizon-LTE-short.down")
+	path, err := resolveTrace("", "shared:Verizon-LTE-short.down")
 	if errors.Is(err, ErrSharedAbsent) {
 		t.Logf("shared folder absent here: %v", err)
 		if os.Getenv(needs.Shared) == "1" {
@@ -312,13 +319,83 @@ func TestSharedTraceResolution(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(mod, "sub"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module x\n"), 0o644))
 	t.Chdir(filepath.Join(mod, "sub"))
-	_, err = convert(&scenarios.Scenario{Name: "cellular", Duration: time.Second,
-		Network: scenarios.Network{Down: []scenarios.Phase{{Trace: "shared:Verizon-LTE-short.down"}}}})
+	shared := filepath.Join(dir, "shared", "traces", "mahimahi")
+	sc := &scenarios.Scenario{Name: "cellular", Duration: time.Second,
+		Network: scenarios.Network{Down: []scenarios.Phase{{Trace: &scenarios.Trace{File: "shared:Verizon-LTE-short.down"}}}}}
+	_, err = convert(sc)
 	require.ErrorIs(t, err, ErrSharedAbsent)
-	require.ErrorContains(t, err, filepath.Join(dir, "shared", "traces", "mahimahi", "Verizon-LTE-short.down"))
-	p, err := resolveTrace("testdata/traces/x.down")
+	require.ErrorContains(t, err, shared+" does not exist (the shared folder sits beside the repository)")
+	p, err := resolveTrace("", "testdata/traces/x.down")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(mod, "testdata", "traces", "x.down"), p, "relative paths count from the module root")
+
+	// With the folder, a name it does not hold is the scenario's mistake.
+	require.NoError(t, os.MkdirAll(shared, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(shared, "Verizon-LTE-short.down"), []byte("1\n"), 0o644))
+	_, err = convert(sc)
+	require.NoError(t, err)
+	sc.Network.Down[0].Trace.File = "shared:Verizon-LTE-shrot.down"
+	_, err = convert(sc)
+	require.ErrorIs(t, err, ErrScenario)
+	require.NotErrorIs(t, err, ErrSharedAbsent)
+	require.ErrorContains(t, err, `no shared trace "Verizon-LTE-shrot.down" in `+shared+": did you mean Verizon-LTE-short.down?")
+}
+
+// A trace from an offset, played once: netem gets both, the result's
+// description of the phase says which segment ran, and the capacity counts
+// the opportunities from the offset, none after the end.
+func TestConvertTraceSegment(t *testing.T) {
+	dir := t.TempDir()
+	// 10 s: one opportunity every 10 ms for 5 s, then one a millisecond.
+	var b strings.Builder
+	for ms := 0; ms < 5000; ms += 10 {
+		fmt.Fprintln(&b, ms)
+	}
+	for ms := 5000; ms < 10000; ms++ {
+		fmt.Fprintln(&b, ms)
+	}
+	fmt.Fprintln(&b, 10000)
+	file := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "t.down"), []byte(b.String()), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte(`name: segment
+description: d
+duration: 20s
+network:
+  down:
+    - {delay: 10ms, trace: {file: t.down, offset: 5s, loop: false}}
+    - {at: 10s, trace: t.down}
+`), 0o644))
+	sc, err := scenarios.LoadFile(file)
+	require.NoError(t, err)
+	p, err := convert(sc)
+	require.NoError(t, err)
+
+	tl := find[*netem.TraceLink](t, p.session.Downlink)
+	require.Equal(t, 5*time.Second, tl.Offset)
+	require.True(t, tl.NoLoop)
+	tl = find[*netem.TraceLink](t, p.session.DownlinkTimeline[0].Impairments)
+	require.Zero(t, tl.Offset)
+	require.False(t, tl.NoLoop)
+
+	trace := filepath.Join(dir, "t.down")
+	require.Equal(t, result.PhaseInfo{Description: "trace " + trace + " from 5s (played once), delay 10ms", Trace: trace}, p.network.Down[0])
+	require.Equal(t, result.PhaseInfo{At: 10 * time.Second, Description: "trace " + trace, Trace: trace}, p.network.Down[1])
+
+	// From the offset, the fast half (1000 opportunities a second), then
+	// the end: nothing from 5 s to 10 s; then the trace again, wrapping,
+	// which at 10 s of the session is at its start.
+	bits, capped := capacity(p.down, 0, time.Second)
+	require.Equal(t, float64(1000*netem.TraceMTU*8), bits)
+	require.Equal(t, time.Second, capped)
+	bits, _ = capacity(p.down, 4*time.Second, 5*time.Second)
+	require.Equal(t, float64(1000*netem.TraceMTU*8), bits)
+	bits, _ = capacity(p.down, 5*time.Second, 5*time.Second+time.Millisecond)
+	require.Equal(t, float64(netem.TraceMTU*8), bits, "the trace's last line, at its end (10000 ms)")
+	bits, capped = capacity(p.down, 5*time.Second+time.Millisecond, 10*time.Second)
+	require.Zero(t, bits, "played once: the link is dark after the end")
+	require.Equal(t, 5*time.Second-time.Millisecond, capped)
+	bits, _ = capacity(p.down, 10*time.Second, 11*time.Second)
+	require.Equal(t, float64(101*netem.TraceMTU*8), bits, "the first repetition's last line and the second's first second")
 }
 
 // A trace's capacity counts its opportunities in a window, across its
@@ -337,7 +414,7 @@ func TestTraceCapacityCountsOpportunities(t *testing.T) {
 	}{{0, 0}, {ms / 2, 1}, {3 * ms, 1}, {4 * ms, 3}, {10 * ms, 3}, {11 * ms, 5}, {20 * ms, 7}, {21 * ms, 9}, {1000 * ms, 399}} {
 		require.Equal(t, tc.want, tt.before(tc.t), "opportunities before %v", tc.t)
 	}
-	bits, capped := capacity([]capPhase{{trace: tt}}, 0, time.Second)
+	bits, capped := capacity([]capPhase{{trace: &traceCap{times: tt}}}, 0, time.Second)
 	require.Equal(t, time.Second, capped)
 	require.Equal(t, float64(399*netem.TraceMTU*8), bits)
 }

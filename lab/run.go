@@ -26,10 +26,13 @@ const PathLead = 12 * time.Second
 //
 // Run takes the time of the session: called inside a testing/synctest
 // bubble, virtual time; it does not make one itself, because only a test
-// can (synctest.Test takes a *testing.T). Traces named "shared:NAME" are
-// read from ../shared/traces/mahimahi beside the module root, other
-// relative trace paths from the module root; a missing shared folder is
-// an error wrapping ErrSharedAbsent, for tests to skip on.
+// can (synctest.Test takes a *testing.T). Traces are found as the loader
+// finds them (scenarios.TracePath): "shared:NAME" in
+// ../shared/traces/mahimahi beside the module root, other relative paths
+// from the scenario file's folder, or from the module root for the
+// library and a scenario built in Go; a missing shared folder is an error
+// wrapping ErrSharedAbsent, for tests to skip on (a name that folder does
+// not hold is ErrScenario).
 //
 // When ctx ends during the session, Run returns the result measured so far
 // (result.Run.Interrupted says so) with an error wrapping ctx's cause.

@@ -219,7 +219,7 @@ func TestRunTraceBoundsTheDownlink(t *testing.T) {
 	sc := &scenarios.Scenario{Name: "trace", Seed: 1, Duration: 5 * time.Second,
 		Network: scenarios.Network{
 			Up:   []scenarios.Phase{{Delay: 20 * ms}},
-			Down: []scenarios.Phase{{Delay: 20 * ms, Trace: "testdata/traces/cellular-rough.down"}},
+			Down: []scenarios.Phase{{Delay: 20 * ms, Trace: &scenarios.Trace{File: "testdata/traces/cellular-rough.down"}}},
 		},
 		Controller: scenarios.Controller{Bitrate: 8_000_000}}
 	r := runScenario(t, sc)
@@ -241,8 +241,8 @@ func TestRunTraceBoundsTheDownlink(t *testing.T) {
 func TestRunSharedTrace(t *testing.T) {
 	sc := &scenarios.Scenario{Name: "verizon", Seed: 1, Duration: 3 * time.Second,
 		Network: scenarios.Network{
-			Up:   []scenarios.Phase{{Delay: 20 * ms, Trace: "shared:Verizon-LTE-short.up"}},
-			Down: []scenarios.Phase{{Delay: 20 * ms, Trace: "shared:Verizon-LTE-short.down"}},
+			Up:   []scenarios.Phase{{Delay: 20 * ms, Trace: &scenarios.Trace{File: "shared:Verizon-LTE-short.up"}}},
+			Down: []scenarios.Phase{{Delay: 20 * ms, Trace: &scenarios.Trace{File: "shared:Verizon-LTE-short.down"}}},
 		}}
 	if _, err := convert(sc); errors.Is(err, ErrSharedAbsent) {
 		needs.Missing(t, needs.Shared, "%v", err)

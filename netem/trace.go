@@ -27,6 +27,8 @@ func init() { Register("trace", func() Impairment { return &TraceLink{} }) }
 //     that finds the queue empty is not saved for later.
 //   - The trace repeats forever and counts from the link's epoch (plus
 //     Offset), whatever traffic there is, like a radio link's capacity.
+//     With NoLoop it is played once instead: after its last opportunity the
+//     link goes dark, as a recording that ended.
 //
 // The packets wait in a FIFO queue bounded by Queue; the time a packet waits
 // for its first opportunity, even in an empty queue, counts as queueing
@@ -44,8 +46,17 @@ type TraceLink struct {
 	// Trace is the capacity. When set, Path is only its description.
 	Trace *Trace
 	// Offset is the position in the trace at the link's epoch, to start
-	// part of the way into a recording. It counts modulo the period.
+	// part of the way into a recording. It counts modulo the period (with
+	// NoLoop it must be below the period).
 	Offset time.Duration
+	// NoLoop plays the trace once instead of wrapping to its start: after
+	// its last opportunity the link carries nothing, and a packet that
+	// arrives when the opportunities left cannot carry all of it is lost
+	// at once (DropOutage), as in a blackout that never ends, rather than
+	// queued forever. Only the end is cut: before the epoch (a link used
+	// before its schedule starts, as the lab's handshake does) the trace
+	// runs as it does when it wraps.
+	NoLoop bool
 	// Overhead is added to every packet's size when it is carried (the
 	// queue limits and counters use the packet's own size). mahimahi counts
 	// whole IP packets, so 28 (IPv4 and UDP headers) matches it for UDP
@@ -82,13 +93,16 @@ func (t *TraceLink) Load() error {
 }
 
 // Validate loads the trace if needed and refuses a missing trace, a negative
-// offset or overhead, and bad queue limits.
+// offset or overhead, an offset at or past the end of a trace played once,
+// and bad queue limits.
 func (t *TraceLink) Validate() error {
 	var errs []error
 	if err := t.Load(); err != nil {
 		errs = append(errs, err)
 	} else if len(t.Trace.ms) == 0 || t.Trace.ms[len(t.Trace.ms)-1] == 0 {
 		errs = append(errs, fmt.Errorf("trace %q has no period: make traces with ParseTrace or LoadTrace", t.Trace.Name))
+	} else if t.NoLoop && t.Offset >= t.Trace.Period() {
+		errs = append(errs, fmt.Errorf("trace offset %v is not below the trace's length %v: played once, it would carry nothing", t.Offset, t.Trace.Period()))
 	}
 	if t.Offset < 0 {
 		errs = append(errs, fmt.Errorf("trace offset %v is negative", t.Offset))
@@ -112,7 +126,17 @@ func (t *TraceLink) Apply(p *Packet, at time.Time, env *Env) Verdict {
 		}
 		t.srv.setTrace(t.Trace, env.Epoch, t.Offset)
 	}
-	return t.q.offer(&t.Queue, at, p.Size(), p.Size()+t.Overhead, &t.srv)
+	wire := p.Size() + t.Overhead
+	if t.NoLoop {
+		// Where the packet would start is where the committed packets end
+		// (start only forgets chances already lost): from there, does the
+		// trace have the opportunities to carry it?
+		t.srv.start(at)
+		if !t.srv.fits(wire) {
+			return Verdict{Drop: DropOutage}
+		}
+	}
+	return t.q.offer(&t.Queue, at, p.Size(), wire, &t.srv)
 }
 
 // Inherit takes over the queue of the TraceLink this one replaces and, when
@@ -219,6 +243,18 @@ func (s *traceServer) serve(_ time.Time, n int) time.Time {
 }
 
 func (s *traceServer) ready() time.Time { return s.at(s.next) }
+
+// fits reports whether a packet of n bytes, started where start left the
+// server, has its last byte carried by an opportunity of the trace's first
+// repetition (numbers 0 to n-1, the recording itself): what a trace played
+// once can carry.
+func (s *traceServer) fits(n int) bool {
+	last := s.next
+	if n > s.left {
+		last += int64((n - s.left + TraceMTU - 1) / TraceMTU)
+	}
+	return last < int64(len(s.tr.ms))
+}
 
 // floorDiv divides rounding towards minus infinity, so that instants before
 // the trace's base still map to the right repetition.

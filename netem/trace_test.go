@@ -122,6 +122,104 @@ func TestTraceLinkOffset(t *testing.T) {
 	require.Equal(t, []time.Duration{bnMS(1), bnMS(2), bnMS(2), bnMS(4)}, got)
 }
 
+// A trace played once carries its opportunities, from the offset, and then
+// nothing: a packet the opportunities left cannot carry whole is lost at
+// once, and the link stays dark. Through a real link, in virtual time.
+func TestTraceLinkNoLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		offset time.Duration
+		sends  []bnSend
+		want   []string // size@instant of each delivery
+		lost   uint64
+	}{
+		{
+			// Opportunities at 1, 1 and 3 ms, and none after.
+			name: "from the start",
+			sends: []bnSend{
+				{0, 1504}, {0, 1504}, // the two at 1 ms
+				{2, 3000},  // needs two opportunities, one is left: lost
+				{2, 1000},  // 3 ms: the lost packet took nothing
+				{2.5, 504}, // the 504 bytes left at 3 ms
+				{2.5, 1},   // nothing left
+				{10, 1},    // the link is dark: a looping trace would carry it at 10 ms
+			},
+			want: []string{"1504@1ms", "1504@1ms", "1000@3ms", "504@3ms"},
+			lost: 3,
+		},
+		{
+			// 2 ms in at the epoch: the opportunity at 3 ms comes 1 ms
+			// after it, and is the last.
+			name:   "from an offset",
+			offset: 2 * time.Millisecond,
+			sends:  []bnSend{{0, 1504}, {0, 1}, {5, 1}},
+			want:   []string{"1504@1ms"},
+			lost:   2,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, rec := newTestLink(t, LinkConfig{Impairments: []Impairment{
+					&TraceLink{Trace: bnTrace(t, 1, 1, 3), Offset: tc.offset, NoLoop: true}}})
+				start := time.Now()
+				for _, s := range tc.sends {
+					time.Sleep(start.Add(bnMS(s.at)).Sub(time.Now()))
+					require.NoError(t, l.Send(&Packet{Data: make([]byte, s.size)}))
+				}
+				time.Sleep(time.Second)
+				var got []string
+				for _, a := range rec.arrivals() {
+					got = append(got, fmt.Sprintf("%d@%v", a.P.Size(), a.At.Sub(start)))
+				}
+				require.Equal(t, tc.want, got)
+				s := l.Stats()
+				require.Equal(t, tc.lost, s.Dropped[DropOutage].Packets)
+				require.Equal(t, Counter{}, s.Backlog, "nothing is left waiting for an opportunity that never comes")
+			})
+		})
+	}
+
+	// Played once, an offset at or past the end would carry nothing.
+	tr := bnTrace(t, 1, 1, 3)
+	require.ErrorContains(t, (&TraceLink{Trace: tr, Offset: 3 * time.Millisecond, NoLoop: true}).Validate(),
+		"trace offset 3ms is not below the trace's length 3ms: played once, it would carry nothing")
+	require.NoError(t, (&TraceLink{Trace: tr, Offset: 3 * time.Millisecond}).Validate(), "a looping trace counts it modulo the period")
+	require.NoError(t, (&TraceLink{Trace: tr, Offset: 2 * time.Millisecond, NoLoop: true}).Validate())
+}
+
+// A phase that plays the same trace once keeps the position of the one
+// that looped before it, and ends with the trace's first repetition.
+func TestTraceLinkNoLoopKeepsThePosition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := bnTrace(t, 1, 1, 3)
+		l, rec := newTestLink(t, LinkConfig{
+			Impairments: []Impairment{&TraceLink{Trace: tr}},
+			Timeline:    []Phase{{At: bnMS(0.5), Impairments: []Impairment{&TraceLink{Trace: tr, NoLoop: true}}}},
+		})
+		start := time.Now()
+		require.NoError(t, l.Send(&Packet{Data: make([]byte, 500)})) // 1 ms, 1004 bytes left
+		time.Sleep(bnMS(0.5))
+		require.NoError(t, l.Send(&Packet{Data: make([]byte, 1004)})) // the rest of it
+		require.NoError(t, l.Send(&Packet{Data: make([]byte, 3008)})) // the other 1 ms one and 3 ms: the last
+		require.NoError(t, l.Send(&Packet{Data: make([]byte, 1)}))    // nothing left: lost
+		time.Sleep(bnMS(3))
+		require.NoError(t, l.Send(&Packet{Data: make([]byte, 1)}))
+		time.Sleep(time.Second)
+		var got []string
+		for _, a := range rec.arrivals() {
+			got = append(got, fmt.Sprintf("%d@%v", a.P.Size(), a.At.Sub(start)))
+		}
+		require.Equal(t, []string{"500@1ms", "1004@1ms", "3008@3ms"}, got, "a looping trace would carry the last two at 4 ms")
+		require.Equal(t, uint64(2), l.Stats().Dropped[DropOutage].Packets)
+	})
+}
+
+// bnSend is a packet of size bytes sent at ms milliseconds.
+type bnSend struct {
+	at   float64
+	size int
+}
+
 func TestTraceLinkKeepsItsPositionAcrossSet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := bnTrace(t, 1, 1, 3)

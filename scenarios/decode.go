@@ -646,3 +646,33 @@ func (pa *Path) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
 	}
 	return d.mapping(reflect.ValueOf(pa).Elem(), n, p, -1)
 }
+
+// decodeNode reads a trace: its path alone (trace: traces/x.down), or a
+// mapping {file, offset, loop}, as path reads one word or a mapping. The
+// path alone is also where the file's mistakes are placed: its field is
+// trace, not trace.file.
+func (tr *Trace) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
+	if r := resolve(n); r.Kind == yaml.ScalarNode {
+		f := fieldOf(reflect.TypeFor[Phase](), "trace")
+		s, ok := d.scalar(n, p, f.expectedText())
+		if !ok {
+			return false
+		}
+		if s == "" {
+			d.fail(n, p, "empty trace: expected "+f.expectedText())
+			return false
+		}
+		tr.File = s
+		d.where[p.key("file").canon] = loc{p.written, n}
+		return true
+	}
+	return d.mapping(reflect.ValueOf(tr).Elem(), n, p, -1)
+}
+
+// decodeKey reads loop, which the Trace holds the other way round (NoLoop)
+// so that its zero value is the default, a trace that wraps.
+func (tr *Trace) decodeKey(d *decoder, _ string, n *yaml.Node, p fpath) {
+	if loop := d.boolean(n, p); !d.failed[p.canon] {
+		tr.NoLoop = !loop
+	}
+}

@@ -169,6 +169,22 @@ func (p *Path) encodeNode() *yaml.Node {
 	return encodeMapping(reflect.ValueOf(p).Elem(), false)
 }
 
+// encodeNode writes a trace from the start that wraps as its path alone,
+// a mapping otherwise.
+func (tr *Trace) encodeNode() *yaml.Node {
+	if tr.Offset == 0 && !tr.NoLoop {
+		return str(tr.File)
+	}
+	return encodeMapping(reflect.ValueOf(tr).Elem(), true)
+}
+
+func (tr *Trace) encodeKey(string) *yaml.Node {
+	if !tr.NoLoop {
+		return nil
+	}
+	return boolean(false)
+}
+
 func (a *Agent) encodeKey(key string) *yaml.Node {
 	switch {
 	case key == "convert" && a.ConvertOnCPU:

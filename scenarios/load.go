@@ -38,6 +38,12 @@ func Library() ([]*Scenario, error) {
 // in values that came from the defaults name defaults.yaml in the same
 // folder as file.
 //
+// file is also where the scenario's trace paths count from (see
+// Trace.File): the folder of file, taken from the working directory, or
+// the repository's root for a library file (library/NAME.yaml, as Library
+// names them). Every trace is opened and parsed; a relative path of a file
+// outside the library is written absolute in the Scenario.
+//
 // Every mistake is reported, each an *Error naming file, line and field,
 // joined with errors.Join in order of line; on error the Scenario is nil.
 func Parse(file string, data, defaults []byte) (*Scenario, error) {
@@ -66,6 +72,7 @@ func decodeFile(file string, data []byte, defaultsFile string, defaults []byte) 
 	if err := errs.err(); err != nil {
 		return nil, d, err
 	}
+	absoluteTraces(s)
 	return s, d, nil
 }
 
@@ -109,7 +116,10 @@ func LoadFile(file string) (*Scenario, error) {
 }
 
 // LoadDir loads every *.yaml file of dir in fsys (not its subfolders),
-// with dir/defaults.yaml beneath each. Files are named dir/x.yaml. Names
+// with dir/defaults.yaml beneath each. Files are named dir/x.yaml, and
+// their relative trace paths count from dir taken from the working
+// directory (as for os.DirFS(".")), or from the repository's root for the
+// embedded library (see Parse). Names
 // must be unique: a second scenario of the same name is an error naming
 // both files. A *.yml file is an error rather than silently skipped.
 //

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,15 @@ import (
 )
 
 func ptr(f float64) *float64 { return &f }
+
+// absPath is the absolute form of a path from the package's folder: a
+// scenario file's trace path, as the loader writes it.
+func absPath(t testing.TB, p string) string {
+	t.Helper()
+	abs, err := filepath.Abs(p)
+	require.NoError(t, err)
+	return abs
+}
 
 // TestEveryKey loads testdata/good/every-key.yaml, which uses every key of
 // the format, into exactly the Scenario it describes.
@@ -73,7 +83,7 @@ func TestEveryKey(t *testing.T) {
 					At:      10 * time.Second,
 					Delay:   40 * time.Millisecond,
 					Gilbert: &Gilbert{P: 0.01, R: 0.3, OneMinusH: 1, OneMinusK: 0},
-					Trace:   "testdata/traces/cellular-a.down",
+					Trace:   &Trace{File: absPath(t, "testdata/traces/cellular-a.down"), Offset: 5 * time.Second, NoLoop: true},
 					Outages: &Outages{Every: 10 * time.Second, Duration: 500 * time.Millisecond, Offset: 5 * time.Second, Hold: true},
 				},
 				{
@@ -232,6 +242,18 @@ func TestForms(t *testing.T) {
 		}},
 		{"empty timeline", "network: {down: []}", func(t *testing.T, s *Scenario) {
 			require.Nil(t, s.Network.Down)
+		}},
+		{"a trace, its path alone", "network: {down: {trace: testdata/traces/cellular-a.down}}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Trace{File: absPath(t, "testdata/traces/cellular-a.down")}, s.Network.Down[0].Trace,
+				"from the file's folder (f.yaml: the working directory), from 0s, wrapping")
+		}},
+		{"a trace from an offset, played once", "network: {both: {trace: {file: testdata/traces/cellular-a.down, offset: 19.5s, loop: false}}}", func(t *testing.T, s *Scenario) {
+			want := &Trace{File: absPath(t, "testdata/traces/cellular-a.down"), Offset: 19500 * time.Millisecond, NoLoop: true}
+			require.Equal(t, want, s.Network.Down[0].Trace)
+			require.Equal(t, want, s.Network.Up[0].Trace)
+		}},
+		{"a trace looping, said so", "network: {down: {trace: {file: testdata/traces/cellular-a.down, loop: true}}}", func(t *testing.T, s *Scenario) {
+			require.Equal(t, &Trace{File: absPath(t, "testdata/traces/cellular-a.down")}, s.Network.Down[0].Trace)
 		}},
 		{"outage windows back to back", "network: {down: {outages: {windows: [{start: 1s, duration: 1s}, {start: 2s, duration: 1s}]}}}", func(t *testing.T, s *Scenario) {
 			require.Len(t, s.Network.Down[0].Outages.Windows, 2)

@@ -112,10 +112,10 @@ type Phase struct {
 	Rate int64 `yaml:"rate" format:"rate" hint:" (leave rate out, or null, for no cap)"`
 	// Overhead is added to each packet's size for the rate cap, in bytes.
 	Overhead int `yaml:"overhead" format:"size"`
-	// Trace replaces Rate with a mahimahi trace's capacity: a path from the
-	// repository's root (testdata/traces/...), or "shared:NAME" for
-	// ../shared/traces/mahimahi/NAME.
-	Trace string `yaml:"trace" format:",nonempty" expected:"a trace file path from the repository's root, or shared:NAME"`
+	// Trace replaces Rate with a recorded capacity: a mahimahi trace,
+	// from an offset, wrapping or not. A file writes its path alone, or
+	// a mapping (see Trace).
+	Trace *Trace `yaml:"trace,flow" expected:"a trace file's path, or shared:NAME, or a mapping like {file: traces/x.down, offset: 120s, loop: false}"`
 	// Queue bounds the bottleneck's queue.
 	Queue Queue `yaml:"queue,flow"`
 	// Spikes adds mobile-style latency spikes.
@@ -124,6 +124,30 @@ type Phase struct {
 	Outages *Outages `yaml:"outages"`
 	// BlockUDP drops every datagram (for the WebSocket fallback).
 	BlockUDP bool `yaml:"block_udp"`
+}
+
+// Trace is a link's capacity replayed from a mahimahi trace (one line, one
+// 1504-byte delivery opportunity). The trace runs on the session's clock:
+// at the session's instant t it is at Offset + t, in whichever phase
+// replays it. A file writes the path alone for {file: PATH}: from the
+// start, wrapping.
+type Trace struct {
+	// File is the trace: a path, or shared:NAME for NAME in
+	// ../shared/traces/mahimahi beside the repository. In the library's
+	// files a path counts from the repository's root
+	// (testdata/traces/...), so that an embedded file reads the same as
+	// the file on disk; in any other file it counts from the file's own
+	// folder, or is absolute. The loader opens and parses every trace it
+	// names, and writes a path of the second kind as an absolute one, so
+	// that the scenario names the same file wherever it travels.
+	File string `yaml:"file" format:",required,nonempty" expected:"a trace file's path, or shared:NAME" missing:"the trace file's path, or shared:NAME"`
+	// Offset is the trace's position at the session's start, to replay a
+	// segment of a long recording; below the trace's length.
+	Offset time.Duration `yaml:"offset"`
+	// NoLoop is the trace played once, written loop: false: after its
+	// end the link carries nothing, as a recording that ended, instead of
+	// wrapping to its start (loop: true, the default).
+	NoLoop bool `yaml:"loop" format:",custom" expected:"true or false"`
 }
 
 // Jitter is random delay (netem's jitter impairment).

@@ -127,6 +127,7 @@ var extra = map[string]func(s *obj){
 	"agent.refine":       func(s *obj) { s.set("oneOf", []any{newObj("const", "off"), ref("refine")}) },
 	"controller.bitrate": func(s *obj) { s.set("$ref", "#/$defs/rate") },
 	"expectation.to":     func(s *obj) { s.set("oneOf", []any{ref("duration"), newObj("const", "end")}) },
+	"trace.loop":         func(s *obj) { s.set("type", "boolean") },
 }
 
 // docs reads the doc comments of scenario.go's types and fields: "Type" and
@@ -207,6 +208,8 @@ func generateSchema(t *testing.T) []byte {
 			s = ref("distribution")
 		case t == reflect.TypeFor[Path]():
 			s.set("oneOf", []any{newObj("type", "string", "enum", Paths), ref("path")})
+		case t == reflect.TypeFor[*Trace]():
+			s.set("oneOf", []any{newObj("type", "string", "minLength", 1), ref("trace")})
 		case t == reflect.TypeFor[[]Phase]():
 			s = ref("phases")
 		case f.custom:

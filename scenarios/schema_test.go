@@ -85,7 +85,7 @@ func TestSchemaValidates(t *testing.T) {
 	}
 	for _, file := range []string{"unknown-key", "missing-unit", "wrong-unit", "loss-out-of-range", "negative-rate",
 		"missing-name", "unknown-measurement", "expect-wrong-unit", "unknown-finding", "abr-key-on-fixed",
-		"abr-switch-with-fixed", "queue-packets-zero", "expect-missing-key", "expect-key-not-read"} {
+		"abr-switch-with-fixed", "queue-packets-zero", "expect-missing-key", "expect-key-not-read", "trace-unknown-key"} {
 		require.Error(t, validate("testdata/broken/"+file+".yaml"), file)
 	}
 }
@@ -322,7 +322,7 @@ func TestFormatDoc(t *testing.T) {
 	}
 	// The mappings described inline, as {key, key, ...}.
 	for _, kind := range []string{"jitter", "gilbert", "queue", "spikes", "screen_phase", "region", "refine",
-		"clock", "step", "expectation", "window"} {
+		"clock", "step", "expectation", "window", "trace"} {
 		require.Contains(t, text, "{"+strings.Join(objects[kind], ", ")+"}", "FORMAT.md lists the keys of %s", kind)
 	}
 	// The rest (network, outages, dist) name every key somewhere.

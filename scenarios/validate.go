@@ -2,8 +2,6 @@ package scenarios
 
 import (
 	"math"
-	"path"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -39,7 +37,7 @@ type reporter func(field string, related []string, msg string)
 
 // validate runs every check on s, reporting each mistake to rep.
 func validate(s *Scenario, rep reporter) {
-	v := validator{s: s, rep: rep}
+	v := validator{s: s, rep: rep, traces: newTraceCheck(s.File)}
 	v.top()
 	v.network("network.up", s.Network.Up)
 	v.network("network.down", s.Network.Down)
@@ -55,8 +53,9 @@ func validate(s *Scenario, rep reporter) {
 }
 
 type validator struct {
-	s   *Scenario
-	rep reporter
+	s      *Scenario
+	rep    reporter
+	traces *traceCheck // loads each trace the scenario names once
 }
 
 func (v validator) errf(field string, related []string, format string, args ...any) {
@@ -170,17 +169,15 @@ func (v validator) network(dir string, phases []Phase) {
 		if ph.Overhead < 0 {
 			v.errf(p+".overhead", nil, "%s out of range: expected a size of 0B or more", FormatBytes(ph.Overhead))
 		}
-		bottleneck := ph.Rate > 0 || ph.Trace != ""
+		bottleneck := ph.Rate > 0 || ph.Trace != nil
 		if ph.Overhead > 0 && !bottleneck {
 			v.rep(p+".overhead", []string{p + ".rate", p + ".trace"}, "overhead without rate or trace: it only counts against a bottleneck")
 		}
-		if ph.Trace != "" {
+		if ph.Trace != nil {
 			if ph.Rate > 0 {
 				v.rep(p+".trace", []string{p + ".rate"}, "trace and rate together: a trace is the link's capacity; expected one or the other")
 			}
-			if msg := checkTrace(ph.Trace); msg != "" {
-				v.rep(p+".trace", nil, msg)
-			}
+			v.traces.check(v, p+".trace", ph.Trace)
 		}
 		q := ph.Queue
 		if q.Bytes < 0 || q.Packets < 0 || q.Delay < 0 {
@@ -196,23 +193,6 @@ func (v validator) network(dir string, phases []Phase) {
 			v.outages(p+".outages", o)
 		}
 	}
-}
-
-// checkTrace says what is wrong with a trace reference: a path from the
-// repository's root (so that a scenario names the same file whether it is
-// embedded in the binary or read from any folder on disk), or shared:NAME for
-// a trace of ../shared/traces/mahimahi.
-func checkTrace(t string) string {
-	if name, ok := strings.CutPrefix(t, "shared:"); ok {
-		if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-			return fmtf("%q is not a shared trace: expected shared:NAME, a file name in ../shared/traces/mahimahi", t)
-		}
-		return ""
-	}
-	if filepath.IsAbs(t) || path.IsAbs(t) || strings.HasPrefix(t, `\`) {
-		return fmtf("%q is an absolute path: expected a path from the repository's root, or shared:NAME", t)
-	}
-	return ""
 }
 
 func (v validator) spikes(p string, s *Spikes) {

@@ -1,18 +1,25 @@
 package exact
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/sessionproc"
+	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -107,12 +114,92 @@ func TestFilesAndErrors(t *testing.T) {
 		require.Positive(t, res.Result.Summary.Displayed)
 	}
 
-	sc.Network.Down[0].Trace = "shared:no-such-trace.down"
+	// A shared trace the folder does not hold: where the folder is there,
+	// a mistake the guest's loader refuses; where it is not, a run
+	// skipped for the folder.
+	sc.Network.Down[0].Trace = &scenarios.Trace{File: "shared:no-such-trace.down"}
 	res, err = r.Run(context.Background(), sc)
 	require.NoError(t, err)
-	require.Contains(t, res.Err, "no-such-trace.down does not exist")
-	require.True(t, res.Skipped)
+	if _, absent := scenarios.TracePath("", "shared:Verizon-LTE-short.down"); errors.Is(absent, scenarios.ErrSharedAbsent) {
+		require.Contains(t, res.Err, "does not exist (the shared folder sits beside the repository)")
+		require.True(t, res.Skipped)
+	} else {
+		require.Contains(t, res.Err, `network.down[0].trace: no shared trace "no-such-trace.down" in `)
+		require.False(t, res.Skipped, "a misspelled name fails: it is not a reason to skip")
+	}
 
 	_, err = Build(context.Background(), t.TempDir())
 	require.ErrorContains(t, err, "building the guest")
+}
+
+// A user's own scenario, in a folder of its own, replaying a segment of a
+// trace beside it (a relative path, an offset): exact, in a worker's code
+// (sessionproc, as a worker process serves it) and natively, from another
+// working directory, the links carry the trace from the offset. The trace
+// is slow for 5 s, then ten times faster: from the offset, the video gets
+// through at a rate the slow half could not carry.
+func TestOwnScenarioReplaysATraceSegment(t *testing.T) {
+	r := open(t)
+	dir := t.TempDir()
+	var b strings.Builder
+	for ms := 0; ms < 5000; ms += 10 { // 1.2 Mbit/s
+		fmt.Fprintln(&b, ms)
+	}
+	for ms := 5000; ms < 10000; ms++ { // 12 Mbit/s
+		fmt.Fprintln(&b, ms)
+	}
+	fmt.Fprintln(&b, 10000)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "traces"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "traces", "segment.down"), []byte(b.String()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "own.yaml"), []byte(`name: own-segment
+description: A user's scenario replaying the fast half of a trace beside it.
+duration: 3s
+seed: 1
+network:
+  up: {delay: 20ms}
+  down: {delay: 20ms, trace: {file: traces/segment.down, offset: 5s}}
+controller: {bitrate: 4Mbit/s}
+`), 0o644))
+	t.Chdir(dir)
+	sc, err := scenarios.LoadFile("own.yaml")
+	require.NoError(t, err)
+	t.Chdir(t.TempDir()) // the runs need no working directory of the scenario's
+
+	trace := filepath.Join(dir, "traces", "segment.down")
+	check := func(how string, res *result.Run) {
+		t.Helper()
+		require.Equal(t, []result.PhaseInfo{{Description: "trace " + trace + " from 5s, delay 20ms", Trace: trace}}, res.Network.Down, how)
+		require.NotEmpty(t, res.Series, how)
+		for _, pt := range res.Series {
+			// One opportunity a millisecond from the offset on: 12.032
+			// Mbit/s, ten times what the trace offers from its start.
+			require.InEpsilon(t, 1000*netem.TraceMTU*8, pt.Down.CapacityBps, 1e-9, "%s: %v-%v", how, pt.From, pt.To)
+		}
+		got := float64(res.Links.Down.DeliveredBytes*8) / res.Duration.Seconds()
+		require.Greater(t, got, 2*1.2032e6, "%s: the link carried the fast segment", how)
+		t.Logf("%s: downlink delivered %.2f Mbit/s, latency median %v", how, got/1e6, res.Summary.Latency.Median)
+	}
+
+	res, err := r.Run(context.Background(), sc)
+	require.NoError(t, err)
+	require.Empty(t, res.Err)
+	check("exact", res.Result)
+
+	item, err := sessionproc.NewItem(sc)
+	require.NoError(t, err)
+	line, err := json.Marshal(item)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, sessionproc.Serve(t, bytes.NewReader(append(line, '\n')), &out, "result "))
+	res, err = sessionproc.FindResult(out.Bytes(), "result ")
+	require.NoError(t, err)
+	require.Empty(t, res.Err)
+	check("worker", res.Result)
+
+	var native *result.Run
+	synctest.Test(t, func(t *testing.T) {
+		native, err = lab.Run(t.Context(), sc)
+	})
+	require.NoError(t, err)
+	check("native", native)
 }

@@ -125,7 +125,12 @@ type PhaseInfo struct {
 	// Description sums the phase up: "delay 25ms, loss 1%, rate 5 Mbit/s".
 	Description string `json:"description"`
 	// RateBps is the rate cap (0: none); Trace the trace replayed instead,
-	// as the scenario names it.
+	// as the scenario names it (a path of a file outside the library
+	// written absolute by the loader). The segment that ran, the trace's
+	// offset and whether it was played once, is in Description: two more
+	// fields here would change the size of every result, and with it the
+	// garbage collector's timing, which moves an exact session whose
+	// outcome hinges on one race (docs/determinism.md).
 	RateBps int64  `json:"rate_bps,omitempty"`
 	Trace   string `json:"trace,omitempty"`
 }
