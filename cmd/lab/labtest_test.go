@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -205,8 +206,10 @@ func TestLabTestBadInput(t *testing.T) {
 	require.Contains(t, stderr, "-junit")
 }
 
-// A scenario that replays a trace of ../shared that is not there is
-// skipped, and fails with LAB_REQUIRE_SHARED=1, as in the suite.
+// A scenario that replays a trace of ../shared that is not there: where
+// the shared folder is absent altogether, it is skipped, and fails with
+// LAB_REQUIRE_SHARED=1, as in the suite; where the folder is there (as in
+// CI), the name is the file's mistake, exit status 2 with its line.
 func TestLabTestSharedTraceAbsent(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "lte.yaml")
@@ -219,9 +222,16 @@ network:
 	junit := filepath.Join(dir, "junit.xml")
 	t.Setenv(needs.Shared, "")
 	code, stdout, stderr := runLabTest(t, "-out", filepath.Join(dir, "out"), "-junit", junit, file)
+	if _, err := os.Stat(filepath.Join("..", "..", "..", "shared", "traces", "mahimahi")); err == nil {
+		require.Equal(t, 2, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		require.Contains(t, stderr, file+`:5: network.down.trace: no shared trace "no-such-recording.down" in `)
+		require.Contains(t, stderr, "nothing ran")
+		require.NoFileExists(t, junit)
+		return
+	}
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.Contains(t, stdout, "skipped shared-lte")
-	require.Contains(t, stdout, "no-such-recording.down does not exist")
+	require.Contains(t, stdout, "mahimahi does not exist")
 	require.Contains(t, stdout, "1 session: 0 passed, 0 failed, 0 errors, 1 skipped")
 	require.Contains(t, string(readFile(t, junit)), `<skipped message="`)
 	require.Contains(t, string(readFile(t, filepath.Join(dir, "out", "report.md"))), "Sessions without a result")
@@ -262,4 +272,56 @@ func TestParseTestFlagsAnywhere(t *testing.T) {
 	require.Equal(t, 4, o.parallel)
 	require.True(t, o.exact, "exact by default")
 	require.Equal(t, "out/test", o.out)
+}
+
+// A folder of a user's own: its defaults.yaml, a trace beside the files,
+// and a scenario that replays a segment of it from an offset. lab test
+// runs it exact and writes the report and the JUnit XML; the result
+// records the segment (4 Mbit/s of video uses a third of it; it would
+// overflow the slow half), and a second run gives the same bytes.
+func TestLabTestOwnTraceSegment(t *testing.T) {
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "mine")
+	var trace strings.Builder
+	for ms := 0; ms < 4000; ms += 8 { // 1.5 Mbit/s for 4 s
+		fmt.Fprintln(&trace, ms)
+	}
+	for ms := 4000; ms < 8000; ms++ { // then 12 Mbit/s for 4 s
+		fmt.Fprintln(&trace, ms)
+	}
+	writeFiles(t, mine, map[string]string{
+		"defaults.yaml":     "duration: 3s\nseed: 7\ncontroller: {bitrate: 4Mbit/s}\nscreen: [{at: 0s, source: animation}]\n",
+		"traces/cell.down": trace.String(),
+		"segment.yaml": `name: fast-segment
+description: The fast half of a recording beside the file, from 4 s on.
+network:
+  up: {delay: 20ms}
+  down: {delay: 20ms, trace: {file: traces/cell.down, offset: 4s}}
+expect:
+  - {measure: latency.median, max: 150ms, from: 1s}
+  - {measure: utilisation.sent, min: 20%, max: 60%, from: 1s}
+`,
+	})
+
+	outs := []string{filepath.Join(dir, "one"), filepath.Join(dir, "two")}
+	for _, out := range outs {
+		junit := filepath.Join(out, "junit.xml")
+		code, stdout, stderr := runLabTest(t, "-out", out, "-junit", junit, mine)
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		require.Contains(t, stdout, "1 session: 1 passed, 0 failed, 0 errors, 0 skipped")
+		for _, f := range []string{"fast-segment.json", "report.md", "report.html", "junit.xml"} {
+			require.FileExists(t, filepath.Join(out, f))
+		}
+	}
+	first := readFile(t, filepath.Join(outs[0], "fast-segment.json"))
+	require.Equal(t, string(first), string(readFile(t, filepath.Join(outs[1], "fast-segment.json"))), "exact: the same bytes from a second run")
+
+	r, err := result.Read(filepath.Join(outs[0], "fast-segment.json"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), r.Seed, "the folder's defaults.yaml")
+	path := filepath.Join(mine, "traces", "cell.down")
+	require.Equal(t, "trace "+path+" from 4s, delay 20ms", r.Network.Down[0].Description, "the trace is found beside the file, from its offset")
+	for _, pt := range r.Series {
+		require.InEpsilon(t, 12.032e6, pt.Down.CapacityBps, 1e-9, "the fast segment throughout (%v-%v)", pt.From, pt.To)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,10 +279,16 @@ func iperf3Report(t *testing.T, r shellRunResult) iperf3JSON {
 }
 
 // udpRcvbufErrors reads the host's count of UDP datagrams dropped because
-// a socket's receive buffer was full.
+// a socket's receive buffer was full. It reads the calling thread's view
+// (/proc/thread-self), not the process's (/proc/net is /proc/self/net,
+// the main thread's namespace): a thread the kernel mode switched into a
+// namespace is never handed back, so an unlocked goroutine's thread is in
+// the host's, while the main thread may not be.
 func udpRcvbufErrors(t *testing.T) uint64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/net/snmp")
+	runtime.LockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/net/snmp")
+	runtime.UnlockOSThread()
 	require.NoError(t, err)
 	var names []string
 	for line := range strings.Lines(string(b)) {
@@ -299,7 +306,7 @@ func udpRcvbufErrors(t *testing.T) uint64 {
 		require.NoError(t, err)
 		return v
 	}
-	t.Fatal("no Udp: RcvbufErrors in /proc/net/snmp")
+	t.Fatal("no Udp: RcvbufErrors in /proc/thread-self/net/snmp")
 	return 0
 }
 
