@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -104,16 +102,12 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 	}
 	metricsAddr := ""
 	if f.metrics != "" {
-		ln, err := net.Listen("tcp", f.metrics)
+		addr, stop, err := serveMetrics(f.metrics, reg)
 		if err != nil {
-			return fmt.Errorf("run: -metrics %s: %w (another run may be serving there: pick another port, or 127.0.0.1:0 for any)", f.metrics, err)
+			return fmt.Errorf("run: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler(reg))
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go hs.Serve(ln)
-		defer hs.Close()
-		metricsAddr = ln.Addr().String()
+		defer stop()
+		metricsAddr = addr
 	}
 
 	cfg := lab.RealTimeConfig{Metrics: m}

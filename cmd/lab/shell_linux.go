@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -143,16 +141,12 @@ func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellS
 		if m, err = metrics.NewLinks(reg, prometheus.Labels{"scenario": sc.Name}); err != nil {
 			return nil, fmt.Errorf("shell: %w", err)
 		}
-		ln, err := net.Listen("tcp", f.metrics)
+		addr, stop, err := serveMetrics(f.metrics, reg)
 		if err != nil {
-			return nil, fmt.Errorf("shell: -metrics %s: %w", f.metrics, err)
+			return nil, fmt.Errorf("shell: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler(reg))
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go hs.Serve(ln)
-		defer hs.Close()
-		metricsAddr = ln.Addr().String()
+		defer stop()
+		metricsAddr = addr
 	}
 
 	pair, err := kernel.New(kernel.Config{AtoB: up, BtoA: down, HostB: true, OwnSignals: true})

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,9 +19,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/nuvirahub/latencylab/netem/kernel"
 )
@@ -315,11 +316,13 @@ func startLab(t *testing.T, scenario string, cmdArgs ...string) *labProcess {
 	return lp
 }
 
-// wait waits for the lab process and returns its wait status and log.
+// wait waits for the lab process and returns its wait status and log. The
+// log is read to its end first: Wait closes the pipes, and a last line not
+// yet read would be lost.
 func (lp *labProcess) wait(t *testing.T) (syscall.WaitStatus, string) {
 	t.Helper()
-	_ = lp.cmd.Wait()
 	<-lp.logDone
+	_ = lp.cmd.Wait()
 	return lp.cmd.ProcessState.Sys().(syscall.WaitStatus), lp.log.String()
 }
 
@@ -334,13 +337,25 @@ func gone(pid int) bool {
 	return len(f) > 2 && f[2] == "Z"
 }
 
-// requireGoneSoon waits, bounded, for a process to end.
+// requireGoneSoon waits, bounded by 5 s, for a process that is not this
+// one's child to end: its pidfd becomes readable when it exits.
 func requireGoneSoon(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !gone(pid) {
-		require.True(t, time.Now().Before(deadline), "process %d still runs", pid)
-		time.Sleep(10 * time.Millisecond)
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return // already gone
+	}
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 5000)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		require.NoError(t, err)
+		require.Positive(t, n, "process %d still runs after 5 s", pid)
+		return
 	}
 }
 
