@@ -210,7 +210,11 @@ func (a *Agent) Run(ctx context.Context, conn *quic.Conn) error {
 	}
 	obs, _ := a.cfg.Controller.(FrameObserver)
 	s := newSender(conn, a.cfg.Recorder, a.cfg.SendCap, obs)
-	ctl := &control{clock: a.cfg.Clock, sender: s, controller: a.cfg.Controller}
+	ctl := &control{clock: a.cfg.Clock, sender: s, controller: a.cfg.Controller,
+		packets: func() (sent, lost uint64) {
+			st := conn.ConnectionStats()
+			return st.PacketsSent, st.PacketsLost
+		}}
 	stop := context.AfterFunc(ctx, func() { st.CancelRead(0); st.Close() })
 	defer stop()
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -64,5 +65,62 @@ func TestAgentServesTheControlStream(t *testing.T) {
 		require.NoError(t, <-done)
 		require.Len(t, a.Reports(), 1)
 		require.Equal(t, uint32(7), a.Reports()[0].Frames)
+	})
+}
+
+// lossCounter is a controller that judges loss (as GCC does).
+type lossCounter struct {
+	Fixed
+	mu    sync.Mutex
+	calls [][2]uint64 // sent, lost
+}
+
+func (l *lossCounter) Loss(_ time.Time, sent, lost uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, [2]uint64{sent, lost})
+}
+
+// With every viewer report the agent hands a controller that judges loss
+// its connection's packets sent and declared lost, totals since it opened.
+func TestAgentHandsOverLossAtEachReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := netem.NewNetwork(1)
+		defer n.Close()
+		p, err := quicpair.Open(context.Background(), n.MustListen("10.0.0.2:1"), n.MustListen("10.0.0.1:1"), nil, nil)
+		require.NoError(t, err)
+		defer p.Close()
+		scr, err := screen.New(1, screen.Config{Timeline: []screen.Phase{{Source: screen.Still{}}}})
+		require.NoError(t, err)
+		lc := &lossCounter{Fixed: Fixed{Bps: 1e6}}
+		a, err := New(Config{Screen: scr, Controller: lc})
+		require.NoError(t, err)
+		done := make(chan error)
+		go func() { done <- a.Run(context.Background(), p.Server) }()
+
+		st, err := p.Client.OpenStreamSync(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, wire.WriteMessage(st, &wire.ClockProbe{ID: 1, T1: time.Now()}))
+		_, err = wire.ReadMessage(bufio.NewReader(st))
+		require.NoError(t, err)
+		for range 3 {
+			time.Sleep(250 * time.Millisecond) // virtual: the viewer's report period
+			require.NoError(t, wire.WriteMessage(st, &wire.Report{Frames: 1}))
+		}
+		require.NoError(t, st.Close())
+		require.NoError(t, <-done)
+
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		require.Len(t, lc.calls, 3, "one per report")
+		for i, c := range lc.calls {
+			require.NotZero(t, c[0], "the handshake's packets at least")
+			require.Zero(t, c[1], "a lossless network")
+			if i > 0 {
+				require.Greater(t, c[0], lc.calls[i-1][0], "the agent sent between two reports (the clock reply, frames, acknowledgements)")
+			}
+		}
+		stats := p.Server.ConnectionStats()
+		require.LessOrEqual(t, lc.calls[2][0], stats.PacketsSent, "the connection's own counts")
 	})
 }

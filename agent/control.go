@@ -15,12 +15,16 @@ import (
 )
 
 // control serves the viewer's control stream: it answers clock probes on the
-// agent's own clock, feeds reports to the bitrate controller, releases
+// agent's own clock, feeds reports (and with each the connection's packet
+// loss) to the bitrate controller, releases
 // acknowledged bytes from the send cap, and notes keyframe requests.
 type control struct {
 	clock      *clock.Clock
 	sender     *sender
 	controller Controller
+	// packets reads the connection's packets sent and declared lost, for a
+	// LossObserver; nil reads nothing.
+	packets func() (sent, lost uint64)
 
 	mu       sync.Mutex
 	reports  []wire.Report
@@ -55,7 +59,12 @@ func (c *control) serve(st *quic.Stream) error {
 			c.mu.Lock()
 			c.reports = append(c.reports, *m)
 			c.mu.Unlock()
-			c.controller.Report(time.Now(), *m)
+			now := time.Now()
+			c.controller.Report(now, *m)
+			if lo, ok := c.controller.(LossObserver); ok && c.packets != nil {
+				sent, lost := c.packets()
+				lo.Loss(now, sent, lost)
+			}
 		case *wire.Ack:
 			if f, ok := c.sender.ack(m.Seq); ok && c.sender.observer != nil {
 				c.sender.observer.FrameAcked(time.Now(), m.Seq, f.bytes, f.sent, m.Arrived)

@@ -32,6 +32,22 @@ type FrameObserver interface {
 	FrameAcked(now time.Time, seq uint64, bytes int, sent, arrived time.Time)
 }
 
+// LossObserver is implemented by controllers that judge packet loss (GCC's
+// loss-based half). Nothing the viewer writes carries loss: frames travel on
+// reliable QUIC streams, so the viewer sees every frame whole, and QUIC's
+// packet numbers are hidden from it. The loss is in the viewer's QUIC
+// acknowledgements instead, from which the agent's QUIC sender declares
+// packets lost, as a WebRTC sender computes loss from transport-wide
+// feedback. The agent reads those counts at every viewer report (every
+// 250 ms, the lab's receiver report) and hands them over.
+type LossObserver interface {
+	// Loss is called at each viewer report, at now (agent's true time),
+	// with the connection's totals since it opened: packets the agent's
+	// QUIC sent and packets it declared lost from the viewer's
+	// acknowledgements. Differences between two calls are the report's.
+	Loss(now time.Time, sent, lost uint64)
+}
+
 // Fixed keeps one bitrate, whatever the reports say (the N9 set-up).
 type Fixed struct {
 	// Bps is the bitrate in bits per second.

@@ -428,6 +428,14 @@ func (r *targetRecorder) FrameAcked(now time.Time, seq uint64, bytes int, sent, 
 	}
 }
 
+// Loss passes the connection's packet counts on to a controller that
+// judges loss (GCC's loss-based half), as FrameSent does frames.
+func (r *targetRecorder) Loss(now time.Time, sent, lost uint64) {
+	if o, ok := r.Controller.(agent.LossObserver); ok {
+		o.Loss(now, sent, lost)
+	}
+}
+
 func (r *targetRecorder) changes() []Target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
