@@ -639,7 +639,7 @@ func controllerDecisions(c agent.Controller) func(start time.Time) []result.Deci
 			var out []result.DecisionRecord
 			for _, d := range c.Decisions() {
 				out = append(out, result.DecisionRecord{At: d.At.Sub(start), Old: d.Old, New: d.New, Rule: d.Rule,
-					Signal: d.Signal, Trend: d.Trend, Threshold: d.Threshold, Received: d.Received})
+					Signal: d.Signal, Trend: d.Trend, Threshold: d.Threshold, Received: d.Received, Loss: d.Loss})
 			}
 			return out
 		}

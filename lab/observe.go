@@ -69,8 +69,8 @@ func (f *linkFeed) feed(s Sample) {
 
 // decisionFeed counts an adaptive controller's new decisions at each
 // sample. The controllers keep their decisions rather than announce them,
-// and the target's changes do not say which rule made them (nor show
-// GCC's holds), so they are read back; reading at the samples keeps the
+// and the target's changes do not say which rule made them (nor that one
+// GCC decision is a run of many small changes), so they are read back; reading at the samples keeps the
 // copy of the list off the per-frame path.
 type decisionFeed struct {
 	m    *metrics.Metrics

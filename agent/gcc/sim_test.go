@@ -13,6 +13,7 @@ import (
 var (
 	_ agent.Controller    = (*gcc.GCC)(nil)
 	_ agent.FrameObserver = (*gcc.GCC)(nil)
+	_ agent.LossObserver  = (*gcc.GCC)(nil)
 )
 
 var t0 = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -145,7 +145,8 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 	for _, r := range []string{viewer.ReasonCorrupt, viewer.ReasonTruncated, viewer.ReasonOvertaken, viewer.ReasonLate} {
 		m.framesDropped.WithLabelValues(r)
 	}
-	for _, r := range []string{abr.RuleDecrease, abr.RuleIncrease, abr.RuleClamp, gcc.RuleHold} {
+	for _, r := range []string{abr.RuleDecrease, abr.RuleIncrease, abr.RuleClamp,
+		gcc.RuleDelayDecrease, gcc.RuleDelayIncrease, gcc.RuleDelayAdditive, gcc.RuleLossDecrease, gcc.RuleLossIncrease} {
 		m.decisions.WithLabelValues(r)
 	}
 	for _, d := range []string{Up, Down} {

@@ -338,11 +338,13 @@ type DecisionRecord struct {
 	Baseline    time.Duration `json:"baseline_ns,omitempty"`
 	Utilisation float64       `json:"utilisation,omitempty"`
 	// GCC's: the detector's signal, the delay trend against its adaptive
-	// threshold, and the received rate.
+	// threshold, the received rate, and for its loss-based rules the loss
+	// ratio of the report.
 	Signal    string        `json:"signal,omitempty"`
 	Trend     time.Duration `json:"trend_ns,omitempty"`
 	Threshold time.Duration `json:"threshold_ns,omitempty"`
 	Received  int64         `json:"received_bps,omitempty"`
+	Loss      float64       `json:"loss,omitempty"`
 }
 
 // FreezeAfter is the freeze threshold for a display refreshing at refresh
