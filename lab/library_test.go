@@ -284,7 +284,7 @@ func TestAnotherSeedIsAnotherRun(t *testing.T) {
 }
 
 // TestABRvsGCC runs every ABR scenario of the library (the fixed variants)
-// again with the GCC-style delay-based controller in its place, and prints
+// again with Google Congestion Control (agent/gcc) in its place, and prints
 // the two side by side: median latency, mean bitrate, decisions. Both must
 // run, and GCC must react where the link changes or loses; it is not held
 // to the ABR's expectations.
