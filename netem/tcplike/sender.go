@@ -119,14 +119,16 @@ func (s *sender) nextLost() (int64, bool) {
 
 func (s *sender) send(now time.Time, n int64) {
 	st := s.seg(n)
-	if !st.sent.IsZero() {
+	length := s.payload(n)
+	if st.sent.IsZero() {
+		s.srv.stats.Bytes += int64(length)
+	} else {
 		st.retrans = true
 		s.srv.stats.Retransmits++
 	}
 	st.sent, st.lost, st.inFlight = now, false, true
 	s.pipe++
 	s.srv.stats.Segments++
-	length := s.payload(n)
 	s.srv.write(s.conn, segment{typ: typeData, conn: s.conn.id, seq: n, ts: now.UnixNano(), length: length}, HeaderBytes+length)
 }
 

@@ -50,8 +50,9 @@ const (
 	HeaderBytes = 32
 	// synBytes is a SYN's or SYN-ACK's header with its options.
 	synBytes = 40
-	// requestBytes is the request's segment: a small HTTP request.
-	requestBytes = HeaderBytes + 200
+	// requestBytes is the request's segment: the 3GPP HTTP traffic
+	// model's 350-byte request.
+	requestBytes = HeaderBytes + 350
 )
 
 // Config configures a server or a client. Its zero value is CUBIC with
@@ -203,6 +204,9 @@ func ackSize(n int) int {
 
 // SenderStats counts what a server's senders did.
 type SenderStats struct {
+	// Bytes counts the payload sent, each byte once (retransmissions
+	// left out).
+	Bytes int64
 	// Segments counts the data segments sent, retransmissions included.
 	Segments int64
 	// Retransmits counts the segments sent again.
