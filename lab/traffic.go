@@ -111,6 +111,10 @@ func checkTraffic(s Session) error {
 			return fmt.Errorf("%w: %s: start %v and stop %v: expected 0 <= start < stop <= %v", ErrScenario, where, f.Start, f.Stop, s.Duration)
 		case f.Delay < 0:
 			return fmt.Errorf("%w: %s: negative delay %v", ErrScenario, where, f.Delay)
+		case s.Kernel != nil && f.Kind != FlowTCPBulk:
+			return fmt.Errorf("%w: %s: a %s flow in the kernel mode (it runs tcp-bulk flows, over the kernel's TCP; the other kinds run in the in-memory network)", ErrUnsupported, where, f.Kind)
+		case s.Kernel != nil && f.Delay > 0:
+			return fmt.Errorf("%w: %s: an extra delay in the kernel mode (its flows share the namespaces' one pair of links)", ErrUnsupported, where)
 		}
 		seen[f.Name] = true
 		switch f.Kind {
@@ -133,18 +137,31 @@ func checkTraffic(s Session) error {
 	return nil
 }
 
-// trafficNet is what a transport gives the flows: endpoints on its
-// network at either host.
+// trafficNet is how a transport runs the flows on its network.
 type trafficNet interface {
-	// endpoint binds port at the agent's host (agentSide) or the
-	// viewer's, its datagrams delayed by delay before the shared links.
-	endpoint(agentSide bool, port uint16, delay time.Duration, name string) (net.PacketConn, error)
+	// run runs flow i until ctx ends: its kind between its two ends,
+	// its payload counted in env.meter.
+	run(ctx context.Context, f Flow, i int, env flowEnv) (flows.Stats, []groundtruth.Frame, error)
+}
+
+// flowEnv is what every flow of a session shares.
+type flowEnv struct {
+	seed   uint64
+	meter  *flows.Meter
+	zero   time.Time
+	keyLog io.Writer
 }
 
 // memoryTraffic is trafficNet on the in-memory network: the flows'
 // endpoints share the hosts, and so the links, of the session's two PCs.
 type memoryTraffic struct{ n *netem.Network }
 
+func (m memoryTraffic) run(ctx context.Context, f Flow, i int, env flowEnv) (flows.Stats, []groundtruth.Frame, error) {
+	return runFlow(ctx, f, i, env, m)
+}
+
+// endpoint binds port at the agent's host (agentSide) or the viewer's,
+// its datagrams delayed by delay before the shared links.
 func (m memoryTraffic) endpoint(agentSide bool, port uint16, delay time.Duration, name string) (net.PacketConn, error) {
 	host := ViewerAddr.Addr()
 	if agentSide {
@@ -194,7 +211,8 @@ func startTraffic(ctx context.Context, s Session, net trafficNet, zero, end time
 			meter := flows.NewMeter(zero, period)
 			if sleepUntil(ctx, zero.Add(f.Start)) {
 				fctx, stop := context.WithDeadline(ctx, zero.Add(f.Stop))
-				res.Stats, res.Frames, res.Err = runFlow(fctx, f, i, s.Seed, net, meter, zero, keyLog)
+				env := flowEnv{seed: s.Seed, meter: meter, zero: zero, keyLog: keyLog}
+				res.Stats, res.Frames, res.Err = net.run(fctx, f, i, env)
 				stop()
 			}
 			res.Delivered = meter.Buckets()
@@ -219,8 +237,10 @@ func flowSeed(seed uint64, i int, name string) uint64 {
 	return seeded.New(seed, "traffic", strconv.Itoa(i), name).Uint64()
 }
 
-// runFlow runs flow i between its two endpoints until ctx ends.
-func runFlow(ctx context.Context, f Flow, i int, seed uint64, tn trafficNet, meter *flows.Meter, zero time.Time, keyLog io.Writer) (flows.Stats, []groundtruth.Frame, error) {
+// runFlow runs flow i between its two endpoints on the in-memory network
+// until ctx ends.
+func runFlow(ctx context.Context, f Flow, i int, env flowEnv, tn memoryTraffic) (flows.Stats, []groundtruth.Frame, error) {
+	seed, meter, zero, keyLog := env.seed, env.meter, env.zero, env.keyLog
 	port := uint16(FlowPortBase + i)
 	// The sender is at the agent's host unless the data goes up; a
 	// session's agent sends, its viewer receives.
