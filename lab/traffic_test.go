@@ -168,6 +168,7 @@ func TestTrafficKinds(t *testing.T) {
 		near := flowMeasured(t, r, "flow.latency.median", "main", 2*s, 10*s)
 		far := flowMeasured(t, r, "flow.latency.median", "far", 2*s, 10*s)
 		require.InDelta(t, 0.040, far-near, 0.008, "near %.1f ms, far %.1f ms", near*1000, far*1000)
+		t.Logf("latency median: the scenario's session %.1f ms, the one 40 ms further away %.1f ms", near*1000, far*1000)
 		require.Equal(t, "controller abr, 40ms more each way", r.Traffic[0].Description)
 	})
 }

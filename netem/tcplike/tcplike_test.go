@@ -106,6 +106,7 @@ func TestBulkFillsTheLink(t *testing.T) {
 				// SYN-ACK's serialisation at 10 Mbit/s.
 				require.Equal(t, 80*time.Millisecond+(synBytes+HeaderBytes+MSS)*8*time.Second/10_000_000, res.FirstByte.Sub(start))
 				g := f.goodput(5, 20)
+				t.Logf("goodput %.2f Mbit/s over [5 s, 20 s), %+v", g/1e6, f.srv.Stats())
 				ideal := 10e6 * MSS / (MSS + HeaderBytes)
 				require.InDelta(t, ideal, g, 0.03*ideal, "goodput %.2f Mbit/s", g/1e6)
 				st := f.srv.Stats()
@@ -166,6 +167,7 @@ func TestFlowsShare(t *testing.T) {
 			wg.Wait()
 			ga, gb = fa.goodput(10, 60), fb.goodput(10, 60)
 		})
+		t.Logf("%s %.2f Mbit/s, %s %.2f Mbit/s over [10 s, 60 s)", a, ga/1e6, b, gb/1e6)
 		return ga, gb
 	}
 	t.Run("same", func(t *testing.T) {
