@@ -189,6 +189,9 @@ func TestTrafficRefused(t *testing.T) {
 	_, err = RunSession(path)
 	require.ErrorIs(t, err, ErrUnsupported)
 
+	_, _, err = Links(sc)
+	require.ErrorIs(t, err, ErrUnsupported, "the proxy and the shell would run the network without the flows")
+
 	bbr := home(5*time.Second, scenarios.Flow{Name: "d", Kind: "tcp-bulk", Congestion: "bbr"})
 	p, err = convert(bbr)
 	require.NoError(t, err)
