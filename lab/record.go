@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -238,7 +239,7 @@ func describeFlow(f Flow, kernel bool) string {
 	case FlowTCPBulk:
 		d = tcp
 	case FlowCBR:
-		d = fmt.Sprintf("%s Mbit/s in %d-byte datagrams", strconv.FormatFloat(float64(f.Rate)/1e6, 'g', 6, 64), cmpOrInt(f.Size, DefaultCBRSize))
+		d = fmt.Sprintf("%s Mbit/s in %d-byte datagrams", strconv.FormatFloat(float64(f.Rate)/1e6, 'g', 6, 64), cmp.Or(f.Size, DefaultCBRSize))
 	case FlowWeb:
 		w := f.Web.WithDefaults()
 		d = fmt.Sprintf("objects lognormal, mean %d B, sd %d B, in [%d B, %d B], think %v, %s", w.Mean, w.SD, w.Min, w.Max, w.Think, tcp)

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -184,7 +185,6 @@ func (m memoryTraffic) endpoint(agentSide bool, port uint16, delay time.Duration
 
 // trafficRun is the flows of a session under way.
 type trafficRun struct {
-	flows   []Flow
 	results []FlowResult
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
@@ -194,9 +194,9 @@ type trafficRun struct {
 // (counted from zero), runs until its stop or the session's end (end),
 // and records what it measured. Their random choices derive from seed,
 // the flow's place and its name.
-func startTraffic(ctx context.Context, s Session, net trafficNet, zero, end time.Time, keyLog io.Writer) *trafficRun {
+func startTraffic(ctx context.Context, s Session, tn trafficNet, zero, end time.Time, keyLog io.Writer) *trafficRun {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &trafficRun{flows: s.Traffic, results: make([]FlowResult, len(s.Traffic)), cancel: cancel}
+	t := &trafficRun{results: make([]FlowResult, len(s.Traffic)), cancel: cancel}
 	period := s.SampleEvery
 	if period <= 0 {
 		period = result.DefaultSampleEvery
@@ -212,7 +212,7 @@ func startTraffic(ctx context.Context, s Session, net trafficNet, zero, end time
 			if sleepUntil(ctx, zero.Add(f.Start)) {
 				fctx, stop := context.WithDeadline(ctx, zero.Add(f.Stop))
 				env := flowEnv{seed: s.Seed, meter: meter, zero: zero, keyLog: keyLog}
-				res.Stats, res.Frames, res.Err = net.run(fctx, f, i, env)
+				res.Stats, res.Frames, res.Err = tn.run(fctx, f, i, env)
 				stop()
 			}
 			res.Delivered = meter.Buckets()
@@ -261,7 +261,7 @@ func runFlow(ctx context.Context, f Flow, i int, env flowEnv, tn memoryTraffic) 
 	case FlowTCPBulk:
 		st, err = flows.TCPBulk(ctx, sender, receiver, tcplike.Config{Congestion: f.Congestion}, meter)
 	case FlowCBR:
-		st, err = flows.CBR(ctx, sender, receiver, f.Rate, cmpOrInt(f.Size, DefaultCBRSize), meter)
+		st, err = flows.CBR(ctx, sender, receiver, f.Rate, cmp.Or(f.Size, DefaultCBRSize), meter)
 	case FlowWeb:
 		web := f.Web
 		web.TCP.Congestion = f.Congestion
@@ -285,11 +285,4 @@ func runFlow(ctx context.Context, f Flow, i int, env flowEnv, tn memoryTraffic) 
 		return st, nil, fmt.Errorf("%w: flow %s: kind %q", ErrUnsupported, f.Name, f.Kind)
 	}
 	return st, nil, err
-}
-
-func cmpOrInt(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
