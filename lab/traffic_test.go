@@ -159,6 +159,25 @@ func TestTrafficKinds(t *testing.T) {
 		require.Greater(t, flowMeasured(t, r, "flow.share", "backup", 4*s, 10*s), 0.7, "it fills the uplink")
 		require.Less(t, flowMeasured(t, r, "flow.share", "main", 4*s, 10*s), 0.5, "the video still has the downlink")
 	})
+	t.Run("pause and resume", func(t *testing.T) {
+		// RFC 8867's pause and resume: a second session whose screen goes
+		// still sends nothing new once its refinement passes are done
+		// (15, 100 ms apart), then resumes when the screen changes again.
+		r := runScenario(t, home(10*s, scenarios.Flow{Name: "paused", Kind: "session", Screen: []scenarios.ScreenPhase{
+			{Source: "animation"}, {At: 3 * s, Source: "still"}, {At: 6 * s, Source: "animation"}}}))
+		var paused, resumed int
+		for _, f := range r.Traffic[0].Frames {
+			switch {
+			case f.Sent >= 5*s && f.Sent < 6*s:
+				paused++
+			case f.Displayed >= 6500*ms:
+				resumed++
+			}
+		}
+		require.Zero(t, paused, "nothing sent while the screen is still")
+		require.Greater(t, resumed, 100, "frames displayed after the resume")
+		require.Zero(t, flowMeasured(t, r, "flow.throughput", "paused", 5*s, 6*s))
+	})
 	t.Run("extra delay", func(t *testing.T) {
 		// On a clean path, a second session 40 ms further away shows 40 ms
 		// more latency than the first: its video crosses the extra delay
