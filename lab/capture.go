@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/quic-go/quic-go"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/pcap"
+	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // Capture records a session for the tools engineers debug QUIC with:
@@ -28,7 +31,11 @@ type Capture struct {
 	// offered to a link on its -in interface with its fate as the packet
 	// comment ("dropped: loss", "delivered after 25ms"), see netem/pcap.
 	// The capture ends once the session's network is closed, with the
-	// links' final counters as the interfaces' statistics.
+	// links' final counters as the interfaces' statistics. A session
+	// with traffic names each packet's flow in a second comment, "flow
+	// main" for the session's own and "flow NAME" for the others (in
+	// Wireshark: frame.comment == "flow download"), and lists the flows
+	// with their ports in the capture's comment.
 	Pcap io.Writer
 	// KeyLog, when set, receives the TLS secrets of the session's QUIC
 	// connections in NSS key log format, Wireshark's tls.keylog_file.
@@ -59,14 +66,19 @@ type recording struct {
 	open  sync.WaitGroup // qlog files not yet closed
 }
 
-// startCapture prepares the recording of a session; nil when c is zero.
-func startCapture(c Capture) (*recording, error) {
+// startCapture prepares the recording of a session with its traffic; nil
+// when c is zero.
+func startCapture(c Capture, traffic []Flow) (*recording, error) {
 	if !c.enabled() {
 		return nil, nil
 	}
 	r := &recording{cfg: c, qlogs: map[string]int{}}
 	if c.Pcap != nil {
 		r.pcap = pcap.NewWriter(c.Pcap)
+		if len(traffic) > 0 {
+			r.pcap.Describe(flowLegend(traffic))
+			r.pcap.NameFlows(flowNamer(traffic))
+		}
 		var err error
 		if r.up, err = r.pcap.Tap("uplink"); err != nil {
 			return nil, fmt.Errorf("lab: capture: %w", err)
@@ -191,4 +203,40 @@ func (r *recording) finish(stats func() (up, down netem.Stats)) error {
 		return fmt.Errorf("lab: capture: %w", err)
 	}
 	return nil
+}
+
+// flowLegend lists a session's flows and their ports for a capture's
+// comment.
+func flowLegend(traffic []Flow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "flows: main (the session: agent %v, viewer %v)", AgentAddr, ViewerAddr)
+	for i, f := range traffic {
+		dir := "down"
+		if f.dataUp() {
+			dir = "up"
+		}
+		fmt.Fprintf(&b, "; %s (%s, %s, udp port %d at both hosts)", f.Name, f.Kind, dir, FlowPortBase+i)
+	}
+	return b.String()
+}
+
+// flowNamer names a packet's flow by its ports: the session's own, or a
+// flow's FlowPortBase+i.
+func flowNamer(traffic []Flow) func(*netem.Packet) string {
+	return func(p *netem.Packet) string {
+		for _, a := range []net.Addr{p.From, p.To} {
+			u, ok := a.(*net.UDPAddr)
+			if !ok {
+				continue
+			}
+			port := u.AddrPort().Port()
+			if port == AgentAddr.Port() || port == ViewerAddr.Port() {
+				return scenarios.MainFlow
+			}
+			if i := int(port) - FlowPortBase; i >= 0 && i < len(traffic) {
+				return traffic[i].Name
+			}
+		}
+		return ""
+	}
 }

@@ -19,8 +19,10 @@ import (
 	"github.com/nuvirahub/latencylab/internal/modroot"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/netem/nat"
 	"github.com/nuvirahub/latencylab/scenarios"
+	"github.com/nuvirahub/latencylab/viewer"
 )
 
 // Errors of the conversion of a scenario into a session.
@@ -134,7 +136,46 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	s.Viewer.OldShowEveryFrame = sc.Switches.OldShowEveryFrame
 	s.AgentClock = HostClock{Offset: sc.Clocks.Agent.Offset, DriftPPM: sc.Clocks.Agent.DriftPPM}
 	s.ViewerClock = HostClock{Offset: sc.Clocks.Viewer.Offset, DriftPPM: sc.Clocks.Viewer.DriftPPM}
+	if s.Traffic, err = convertTraffic(sc, s.Viewer); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// convertTraffic turns the scenario's flows into the session's. A session
+// flow gets the scenario's agent and viewer models with its own
+// controller and screen (the scenario's when it gives none), each built
+// afresh: no state is shared with the scenario's own session.
+func convertTraffic(sc *scenarios.Scenario, vw viewer.Config) ([]Flow, error) {
+	var out []Flow
+	for i, sf := range sc.Traffic {
+		where := fmt.Sprintf("traffic[%d]", i)
+		f := Flow{Name: sf.Name, Kind: sf.Kind, Start: sf.Start, Stop: sf.Stop, Up: sf.Direction == "up", Delay: sf.Delay,
+			Congestion: sf.Congestion, Rate: sf.Rate, Size: sf.Size}
+		if o := sf.Object; o != nil {
+			f.Web = flows.WebConfig{Mean: int64(o.Mean), SD: int64(o.SD), Min: int64(o.Min), Max: int64(o.Max)}
+		}
+		f.Web.Think = sf.Think
+		if f.media() {
+			own := *sc
+			if sf.Controller != nil {
+				own.Controller = *sf.Controller
+			}
+			if len(sf.Screen) > 0 {
+				own.Screen = sf.Screen
+			}
+			var err error
+			if f.Agent, err = convertAgent(&own); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			if f.Screen, err = convertScreen(own.Screen, own.Agent.Refresh); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			f.Viewer = vw
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // convertLink turns a direction's timeline into the impairments in force

@@ -107,6 +107,49 @@ func TestKernelSessionCompeting(t *testing.T) {
 	t.Logf("media %.2f Mbit/s, competing cubic %.2f Mbit/s (share %.0f%%)", res.Kernel.MediaGoodput/1e6, c.Goodput/1e6, 100*c.Share)
 }
 
+// A tcp-bulk flow of the traffic runs over the kernel's own TCP with its
+// controller, from its start to its stop, beside the session, in either
+// direction: its receiver's bytes are counted by period as in virtual
+// time, and the kernel confirms its controller.
+func TestKernelTraffic(t *testing.T) {
+	requireKernel(t, "cubic", "reno", "bbr")
+	link := []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{Packets: 100}}, &netem.Delay{Delay: 10 * time.Millisecond}}
+	s := Session{Seed: 1, Duration: 5 * time.Second, Uplink: link, Downlink: link, Kernel: &KernelMode{},
+		SampleEvery: 250 * time.Millisecond,
+		Traffic: []Flow{
+			{Name: "download", Kind: FlowTCPBulk, Congestion: "bbr", Start: time.Second, Stop: 4 * time.Second},
+			{Name: "upload", Kind: FlowTCPBulk, Congestion: "reno", Up: true, Start: 2 * time.Second},
+		}}
+	res := runKernel(t, s)
+	require.Len(t, res.Traffic, 2)
+	for _, fr := range res.Traffic {
+		require.NoError(t, fr.Err, fr.Flow.Name)
+		require.Positive(t, fr.Stats.Delivered, fr.Flow.Name)
+		require.GreaterOrEqual(t, fr.Stats.Sent, fr.Stats.Delivered, fr.Flow.Name)
+		require.Positive(t, fr.Stats.Packets, "%s: the kernel's segments out", fr.Flow.Name)
+		var total int64
+		for _, b := range fr.Delivered {
+			total += b
+		}
+		require.Equal(t, fr.Stats.Delivered, total, fr.Flow.Name)
+	}
+	dl := res.Traffic[0]
+	for k, b := range dl.Delivered[:4] {
+		require.Zero(t, b, "before its start at 1 s: period %d", k)
+	}
+	// From 2 s to 4 s the download shares the downlink with the 4 Mbit/s
+	// video, its acknowledgements the uplink with the upload's queue.
+	var mid int64
+	for _, b := range dl.Delivered[8:16] {
+		mid += b
+	}
+	require.Greater(t, float64(mid*8)/2, 2e6, "the download's goodput in [2 s, 4 s)")
+	require.Equal(t, 4*time.Second, dl.Flow.Stop)
+	require.Equal(t, 5*time.Second, res.Traffic[1].Flow.Stop, "to the end")
+	require.Equal(t, "kernel TCP bbr", describeFlow(dl.Flow, true))
+	t.Logf("download (bbr) %.2f Mbit/s in [2 s, 4 s); upload (reno) %d bytes", float64(mid*8)/2/1e6, res.Traffic[1].Stats.Delivered)
+}
+
 // Mistakes in the mode are refused before anything is made, so these need
 // no root.
 func TestKernelModeRefused(t *testing.T) {
@@ -115,6 +158,8 @@ func TestKernelModeRefused(t *testing.T) {
 		"unknown transport":    {Duration: time.Second, Kernel: &KernelMode{Transport: "tcp"}},
 		"with real time":       {Duration: time.Second, Kernel: &KernelMode{}, RealTime: true},
 		"with a path":          {Duration: time.Second, Kernel: &KernelMode{}, Path: &Path{}},
+		"cbr traffic":          {Duration: time.Second, Kernel: &KernelMode{}, Traffic: []Flow{{Name: "v", Kind: FlowCBR, Rate: 64_000}}},
+		"a flow's extra delay": {Duration: time.Second, Kernel: &KernelMode{}, Traffic: []Flow{{Name: "d", Kind: FlowTCPBulk, Delay: time.Millisecond}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := RunSession(s)

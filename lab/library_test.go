@@ -220,6 +220,7 @@ func TestPipeline(t *testing.T) { runGroup(t, "pipeline", "Pipeline") }
 func TestEncoder(t *testing.T)  { runGroup(t, "encoder", "Encoder") }
 func TestABR(t *testing.T)      { runGroup(t, "abr", "ABR") }
 func TestPath(t *testing.T)     { runGroup(t, "path", "Path") }
+func TestTraffic(t *testing.T)  { runGroup(t, "traffic", "Traffic") }
 
 // Another seed gives another run that still meets every expectation of the
 // library: the bounds are written from the findings, not from one run.

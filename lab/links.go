@@ -11,8 +11,14 @@ import (
 // session: up (viewer to agent) and down (agent to viewer), each with its
 // first phase's impairments and the later phases as a timeline counted from
 // the links' epoch. It is how the real-time proxy applies a scenario's
-// network to any program's traffic. Traces are read as Run reads them.
+// network to any program's traffic. Traces are read as Run reads them. A
+// scenario with traffic is refused (ErrUnsupported): its flows would not
+// run, and the programs would meet an emptier network than the scenario
+// says.
 func Links(sc *scenarios.Scenario) (up, down netem.LinkConfig, err error) {
+	if sc != nil && len(sc.Traffic) > 0 {
+		return up, down, fmt.Errorf("scenario %q: %w: its traffic (%d flows) cannot run beside another program's packets: only a session in virtual time (go test) carries every kind, the kernel mode tcp-bulk", sc.Name, ErrUnsupported, len(sc.Traffic))
+	}
 	p, err := convert(sc)
 	if err != nil {
 		return up, down, fmt.Errorf("scenario %q: %w", nameOf(sc), err)

@@ -1,13 +1,22 @@
 package lab
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/agent/abr"
+	"github.com/nuvirahub/latencylab/agent/gcc"
 
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/tcplike"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -98,6 +107,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 	for _, t := range res.Targets {
 		r.Targets = append(r.Targets, result.TargetRecord{At: off(t.At), Bps: t.Bps})
 	}
+	r.Traffic = flowRecords(res.Traffic, p.session.Kernel != nil, off)
 	r.Series = buildSeries(r, p, res.Samples, off)
 	r.Links = linkTotals(res)
 	r.Summary = measure.Summarise(r)
@@ -177,4 +187,80 @@ func linkTotal(from, to netem.Stats) result.LinkTotal {
 		t.QueueMean = (to.Queued.Total - from.Queued.Total) / time.Duration(n)
 	}
 	return t
+}
+
+// flowRecords turns what the flows measured into their records; nil
+// without traffic, so that a result without it keeps its form.
+func flowRecords(flows []FlowResult, kernel bool, off func(time.Time) time.Duration) []result.FlowRecord {
+	var out []result.FlowRecord
+	for _, fr := range flows {
+		f := fr.Flow
+		rec := result.FlowRecord{
+			Name: f.Name, Kind: f.Kind, Direction: "down", Description: describeFlow(f, kernel),
+			Start: f.Start, Stop: f.Stop, Delay: f.Delay,
+			SentBytes: fr.Stats.Sent, DeliveredBytes: fr.Stats.Delivered, Delivered: fr.Delivered,
+			Packets: fr.Stats.Packets, Lost: fr.Stats.Lost,
+		}
+		if rec.Delivered == nil {
+			rec.Delivered = []int64{}
+		}
+		if f.dataUp() {
+			rec.Direction = "up"
+		}
+		for _, o := range fr.Stats.Objects {
+			rec.Objects = append(rec.Objects, result.ObjectRecord{Bytes: o.Size, Start: off(o.Start), Done: off(o.Done)})
+		}
+		for _, fm := range fr.Frames {
+			rec.Frames = append(rec.Frames, result.FlowFrame{Seq: fm.Seq, Bytes: fm.Bytes, Sent: off(fm.Sent),
+				Arrived: off(fm.Arrived), Displayed: off(fm.Displayed), Latency: fm.Latency()})
+		}
+		if fr.Err != nil {
+			rec.Error = fr.Err.Error()
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// describeFlow sums a flow up for reports: "TCP-like CUBIC", "64 kbit/s
+// in 160-byte datagrams", "controller gcc"; its extra delay after.
+func describeFlow(f Flow, kernel bool) string {
+	tcp := "TCP-like " + strings.ToUpper(cmpOr(f.Congestion, tcplike.CUBIC))
+	if f.Congestion == tcplike.Reno {
+		tcp = "TCP-like Reno"
+	}
+	if kernel {
+		tcp = "kernel TCP " + cmpOr(f.Congestion, DefaultKernelController)
+	}
+	var d string
+	switch f.Kind {
+	case FlowQUICBulk:
+		d = "QUIC (quic-go, NewReno)"
+	case FlowTCPBulk:
+		d = tcp
+	case FlowCBR:
+		d = fmt.Sprintf("%s Mbit/s in %d-byte datagrams", strconv.FormatFloat(float64(f.Rate)/1e6, 'g', 6, 64), cmp.Or(f.Size, DefaultCBRSize))
+	case FlowWeb:
+		w := f.Web.WithDefaults()
+		d = fmt.Sprintf("objects lognormal, mean %d B, sd %d B, in [%d B, %d B], think %v, %s", w.Mean, w.SD, w.Min, w.Max, w.Think, tcp)
+	case FlowSession, FlowReverseMedia:
+		d = "controller " + controllerName(f.Agent.Controller)
+	}
+	if f.Delay > 0 {
+		d += fmt.Sprintf(", %v more each way", f.Delay)
+	}
+	return d
+}
+
+// controllerName names a controller as the scenario format does.
+func controllerName(c agent.Controller) string {
+	switch c.(type) {
+	case *abr.ABR:
+		return "abr"
+	case *gcc.GCC:
+		return "gcc"
+	case *agent.Steps:
+		return "steps"
+	}
+	return "fixed"
 }

@@ -112,6 +112,12 @@ type Session struct {
 	// testing/synctest bubble, and it cannot have a Path; it excludes
 	// RealTime.
 	Kernel *KernelMode
+	// Traffic is other traffic sharing the session's links: flows that
+	// run from their start to their stop, counted from time zero (see
+	// Flow). The in-memory transport carries every kind; the others
+	// refuse traffic (ErrUnsupported), but for the kernel mode, which
+	// carries tcp-bulk flows over the kernel's TCP.
+	Traffic []Flow
 	// Metrics, when set, is fed as the session runs: frames and events as
 	// the ground truth records them, the controller's target as it
 	// changes, its decisions and the links' counters at every sample
@@ -168,6 +174,9 @@ type Result struct {
 	// Kernel is what a kernel-mode session measured beyond the rest (the
 	// congestion controller, the competing flow); nil in other modes.
 	Kernel *KernelResult
+	// Traffic is what each flow of Session.Traffic measured, in its
+	// order.
+	Traffic []FlowResult
 }
 
 // Displayed returns the frames the viewer displayed.
@@ -210,6 +219,9 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if s.Lead < 0 || s.SampleEvery < 0 {
 		return nil, fmt.Errorf("lab: negative lead %v or sampling period %v", s.Lead, s.SampleEvery)
 	}
+	if err := checkTraffic(s); err != nil {
+		return nil, err
+	}
 	tr, err := transportFor(s)
 	if err != nil {
 		return nil, err
@@ -223,7 +235,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	capt, err := startCapture(s.Capture)
+	capt, err := startCapture(s.Capture, s.Traffic)
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +321,14 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		decisions.feed()
 	}
 	sample(time.Now())
+	end := start.Add(s.Duration)
+	var traffic *trafficRun
+	if len(s.Traffic) > 0 {
+		if conn.traffic == nil {
+			return nil, fmt.Errorf("%w: traffic on this transport", ErrUnsupported)
+		}
+		traffic = startTraffic(ctx, s, conn.traffic, start, end, capt.keyLog())
+	}
 	var wg sync.WaitGroup
 	var agentErr, viewerErr error
 	session, stop := context.WithCancel(context.Background())
@@ -323,7 +343,6 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	// from its start, as the samples do) is then always counted in it,
 	// never only when the goroutines woken at that instant happen to run
 	// in one order rather than the other.
-	end := start.Add(s.Duration)
 	var interrupted error
 	for k := 1; ; k++ {
 		next := end
@@ -343,6 +362,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	stopped := time.Now()
 	stop()
 	wg.Wait()
+	flowResults := traffic.finish()
 	if err := errors.Join(agentErr, viewerErr); err != nil {
 		return nil, fmt.Errorf("lab: %w", errors.Join(err, interrupted))
 	}
@@ -363,6 +383,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		Samples:   samples,
 		Targets:   targets.changes(),
 		Path:      conn.path,
+		Traffic:   flowResults,
 	}
 	// Before the deferred close: what the transport alone measures (the
 	// kernel senders' TCP_INFO) goes with its sockets.

@@ -38,6 +38,9 @@ type opened struct {
 	// its links to itself and shows only their counters.
 	stats func() (up, down netem.Stats)
 	path  *PathResult
+	// traffic gives the flows of Session.Traffic their endpoints; nil
+	// for a transport that cannot carry them.
+	traffic trafficNet
 	// finish, when set, adds to a result what only this transport
 	// measures (the kernel mode's TCP statistics and competing flow). It
 	// runs before close, while the transport's sockets are still there
@@ -54,6 +57,14 @@ func transportFor(s Session) (transport, error) {
 	}
 	if s.Kernel != nil && (s.RealTime || s.Path != nil) {
 		return nil, fmt.Errorf("%w: a kernel-mode session with RealTime or a Path (it has its own real-time network of two namespaces)", ErrUnsupported)
+	}
+	if len(s.Traffic) > 0 {
+		switch {
+		case s.RealTime:
+			return nil, fmt.Errorf("%w: traffic in a real-time session (the proxy forwards the viewer's socket to the agent's and nothing else; competing flows run in the in-memory network, or as tcp-bulk in the kernel mode)", ErrUnsupported)
+		case s.Path != nil:
+			return nil, fmt.Errorf("%w: traffic in a session with a path (the flows share the plain link's two hosts; the two-site topology has no place for them yet)", ErrUnsupported)
+		}
 	}
 	switch {
 	case s.Kernel != nil:

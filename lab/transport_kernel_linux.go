@@ -16,7 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/netem/relay"
@@ -112,8 +114,126 @@ func (kernelTransport) open(ctx context.Context, s Session, epoch time.Time, cap
 			res.Kernel, err = run.result(res)
 			return err
 		},
-		close: closeAll,
+		traffic: kernelTraffic{pair},
+		close:   closeAll,
 	}, nil
+}
+
+// kernelTraffic runs a kernel-mode session's tcp-bulk flows as the
+// kernel's own TCP connections between the namespaces (checkTraffic
+// refuses the other kinds), each with its congestion controller, like
+// the competing flow of KernelMode but from its start to its stop.
+type kernelTraffic struct{ pair *kernel.Pair }
+
+func (k kernelTraffic) run(ctx context.Context, f Flow, _ int, env flowEnv) (flows.Stats, []groundtruth.Frame, error) {
+	var st flows.Stats
+	controller := cmpOr(f.Congestion, DefaultKernelController)
+	if err := kernel.ControllerAvailable(controller); err != nil {
+		return st, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
+	}
+	// A (the agent's namespace) sends a download; B an upload.
+	inSender, inReceiver, receiverAddr := k.pair.InA, k.pair.InB, k.pair.AddrB()
+	if f.Up {
+		inSender, inReceiver, receiverAddr = k.pair.InB, k.pair.InA, k.pair.AddrA()
+	}
+	var ln net.Listener
+	if err := inReceiver(func() (err error) {
+		ln, err = net.Listen("tcp4", net.JoinHostPort(receiverAddr.String(), "0"))
+		return err
+	}); err != nil {
+		return st, nil, fmt.Errorf("lab: flow %s: receiver: %w", f.Name, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var receiver net.Conn
+	closed := false
+	// Accepting on a goroutine of its own: the sender's first data may
+	// be what completes the handshake when its last ACK is lost.
+	wg.Go(func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		if closed {
+			mu.Unlock()
+			c.Close()
+			return
+		}
+		receiver = c
+		mu.Unlock()
+		buf := make([]byte, 256<<10)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				env.meter.Add(time.Now(), n)
+				mu.Lock()
+				st.Delivered += int64(n)
+				mu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	var sender *net.TCPConn
+	d := net.Dialer{Control: congestionControl(controller)}
+	err := inSender(func() error {
+		c, err := d.DialContext(ctx, "tcp4", ln.Addr().String())
+		if err == nil {
+			sender = c.(*net.TCPConn)
+		}
+		return err
+	})
+	if err == nil {
+		err = checkController(sender, controller)
+	}
+	// The end: the sender's statistics as they stand, then both ends
+	// closed, which ends the writes and the reads.
+	var ts TCPStats
+	stop := func() {
+		if sender != nil {
+			ts, _ = tcpStats(sender)
+			// Reset rather than drain: the send buffer holds seconds of
+			// data at the lab's rates, which nobody will read.
+			_ = sender.SetLinger(0)
+			sender.Close()
+		}
+		ln.Close()
+		mu.Lock()
+		closed = true
+		if receiver != nil {
+			receiver.Close()
+		}
+		mu.Unlock()
+	}
+	if err != nil {
+		stop()
+		wg.Wait()
+		if ctx.Err() != nil {
+			return st, nil, nil // stopped before it connected
+		}
+		return st, nil, fmt.Errorf("lab: flow %s: sender: %w", f.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		stop()
+	}()
+	buf := make([]byte, 128<<10)
+	var sent int64
+	for {
+		n, err := sender.Write(buf)
+		sent += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	<-done
+	wg.Wait()
+	st.Sent, st.Packets, st.Lost = sent, int64(ts.SegmentsOut), int64(ts.Retransmits)
+	return st, nil, nil
 }
 
 // kernelQUIC makes the agent's UDP socket in A and the viewer's in B and

@@ -43,7 +43,7 @@ func (memoryTransport) open(ctx context.Context, s Session, epoch time.Time, cap
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	return &opened{agent: pair.Server, viewer: pair.Client, stats: linkStats(up, down), close: func() {
+	return &opened{agent: pair.Server, viewer: pair.Client, stats: linkStats(up, down), traffic: memoryTraffic{n}, close: func() {
 		pair.Close()
 		n.Close()
 	}}, nil

@@ -436,6 +436,17 @@ func (net *Network) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
 	return true
 }
 
+// finish gives a session flow's controller the kind the scenario's gets
+// when it is left out.
+func (f *Flow) finish(*object) {
+	if c := f.Controller; c != nil && c.Kind == "" {
+		c.Kind = "fixed"
+		if len(c.Steps) > 0 {
+			c.Kind = "steps"
+		}
+	}
+}
+
 func (j *Jitter) finish(o *object) {
 	if o.get("distribution") == nil {
 		j.Distribution = "uniform"

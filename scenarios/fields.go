@@ -147,6 +147,9 @@ var nameLists = map[string]func() []string{
 	"encoders":      SoftwarePresets,
 	"hardware":      HardwarePresets,
 	"measurements":  measureNames,
+	"flows":         func() []string { return FlowKinds },
+	"directions":    func() []string { return Directions },
+	"congestions":   func() []string { return Congestions },
 }
 
 // measureNames lists the names of Measurements.

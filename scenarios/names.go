@@ -15,7 +15,7 @@ import (
 
 // Groups are the go test entry points that run a scenario
 // (go test ./lab -run Mobile runs the group "mobile").
-var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr"}
+var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr", "traffic"}
 
 // Sources are the screen content models of agent/screen.
 var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo"}
@@ -32,6 +32,25 @@ var ControllerKinds = []string{"fixed", "steps", "abr", "gcc"}
 // as one word): direct, hole punching alone; auto, direct then the relay
 // then the WebSocket tunnel; relay and websocket force that step.
 var Paths = []string{"direct", "auto", "relay", "websocket"}
+
+// FlowKinds are the kinds of competing traffic (traffic[].kind): a bulk
+// QUIC flow, a bulk TCP-like flow, constant-bitrate datagrams, web-like
+// on/off fetches, a second remote-desktop session and media in the
+// reverse direction.
+var FlowKinds = []string{"quic-bulk", "tcp-bulk", "cbr", "web", "session", "reverse-media"}
+
+// Directions are the links a flow's data can cross: down (agent ->
+// viewer) and up.
+var Directions = []string{"down", "up"}
+
+// Congestions are the TCP congestion controllers of tcp-bulk and web
+// flows: the virtual-time model has cubic and reno, the kernel mode
+// bbr too.
+var Congestions = []string{"cubic", "reno", "bbr"}
+
+// MainFlow is the name of the scenario's own session among the flows of
+// the flow measurements.
+const MainFlow = "main"
 
 // PathDirect is the strategy a scenario without path gets.
 const PathDirect = "direct"
@@ -156,6 +175,34 @@ var kindFields = map[string][]string{
 		"decrease", "increase", "guard"},
 	"gcc": {"bitrate", "min", "max"},
 }
+
+// flowFields says which keys (besides name, kind, start and stop) each
+// kind of flow reads: a key the kind ignores is an error rather than
+// silently unused. A session's video goes down and reverse media's up,
+// so neither has a direction.
+var flowFields = map[string][]string{
+	"quic-bulk":     {"direction", "delay"},
+	"tcp-bulk":      {"direction", "delay", "congestion"},
+	"cbr":           {"direction", "delay", "rate", "size"},
+	"web":           {"direction", "delay", "congestion", "object", "think"},
+	"session":       {"delay", "controller", "screen"},
+	"reverse-media": {"delay", "controller", "screen"},
+}
+
+// flowKindsWith lists the flow kinds that read key, for error messages.
+func flowKindsWith(key string) []string {
+	var out []string
+	for _, k := range FlowKinds {
+		if slices.Contains(flowFields[k], key) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// IsMediaFlow tells whether a flow kind is a remote-desktop session
+// (session, reverse-media), whose latency the flow measurements take.
+func IsMediaFlow(kind string) bool { return kind == "session" || kind == "reverse-media" }
 
 // kindsWith lists the controller kinds that read field, for error messages.
 func kindsWith(field string) []string {

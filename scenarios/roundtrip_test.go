@@ -54,7 +54,7 @@ func TestEveryKey(t *testing.T) {
 			expectLines = append(expectLines, i+1)
 		}
 	}
-	require.Len(t, expectLines, 9)
+	require.Len(t, expectLines, 11)
 
 	want := &Scenario{
 		File:        file,
@@ -122,6 +122,16 @@ func TestEveryKey(t *testing.T) {
 			OldABRSinglePeaks: true},
 		Path: Path{Connect: "auto", AgentNAT: "symmetric", ViewerNAT: "full-cone", RelayDelay: 2500 * time.Microsecond,
 			IgnoreLANCandidates: true, ForceRelay: true},
+		Traffic: []Flow{
+			{Name: "download", Kind: "tcp-bulk", Start: 10 * time.Second, Stop: 25 * time.Second, Direction: "down",
+				Congestion: "reno", Delay: 20 * time.Millisecond},
+			{Name: "backup", Kind: "quic-bulk", Start: 5 * time.Second, Direction: "up"},
+			{Name: "voice", Kind: "cbr", Rate: 64_000, Size: 160},
+			{Name: "browsing", Kind: "web", Object: &ObjectSizes{Mean: 10710, SD: 25032, Min: 100, Max: 2 << 20}, Think: 5 * time.Second},
+			{Name: "colleague", Kind: "session", Controller: &Controller{Kind: "gcc", Max: 8_000_000},
+				Screen: []ScreenPhase{{Source: "typing"}}},
+			{Name: "camera", Kind: "reverse-media", Start: 2 * time.Second},
+		},
 		Expect: []Expectation{
 			{Measure: "latency.median", Max: ptr(0.150), From: 5 * time.Second, Line: expectLines[0]},
 			{Measure: "latency.p95", Min: ptr(0.020), Max: ptr(1.5), From: time.Second, To: 10 * time.Second, Line: expectLines[1]},
@@ -132,6 +142,8 @@ func TestEveryKey(t *testing.T) {
 			{Measure: "recovery.under", Latency: 200 * time.Millisecond, Max: ptr(5), From: 10 * time.Second, Line: expectLines[6]},
 			{Measure: "bitrate.target", At: 12 * time.Second, Max: ptr(4_000_000), Line: expectLines[7]},
 			{Measure: "bitrate.capacity-correlation", Every: time.Second, Min: ptr(0.5), To: 20 * time.Second, Line: expectLines[8]},
+			{Measure: "flow.share", Flow: "download", Max: ptr(0.8), From: 10 * time.Second, To: 25 * time.Second, Line: expectLines[9]},
+			{Measure: "fairness.jain", Min: ptr(0.8), Line: expectLines[10]},
 		},
 	}
 	require.Equal(t, want, s)
@@ -254,6 +266,14 @@ func TestForms(t *testing.T) {
 		}},
 		{"a trace looping, said so", "network: {down: {trace: {file: testdata/traces/cellular-a.down, loop: true}}}", func(t *testing.T, s *Scenario) {
 			require.Equal(t, &Trace{File: absPath(t, "testdata/traces/cellular-a.down")}, s.Network.Down[0].Trace)
+		}},
+		{"a session flow's controller without a kind", "traffic: [{name: s, kind: session, controller: {bitrate: 2Mbit/s}}]", func(t *testing.T, s *Scenario) {
+			require.Equal(t, []Flow{{Name: "s", Kind: "session", Controller: &Controller{Kind: "fixed", Bitrate: 2_000_000}}}, s.Traffic,
+				"fixed, as the scenario's own")
+		}},
+		{"a flow measurement of the main session", "traffic: [{name: s, kind: session}]\nexpect: [{measure: flow.latency.p95, flow: main, max: 100ms}, {measure: fairness.jain, min: 0.9, from: 5s}]", func(t *testing.T, s *Scenario) {
+			require.Equal(t, []Expectation{{Measure: "flow.latency.p95", Flow: "main", Max: ptr(0.1), Line: 5},
+				{Measure: "fairness.jain", Min: ptr(0.9), From: 5 * time.Second, Line: 5}}, s.Expect)
 		}},
 		{"outage windows back to back", "network: {down: {outages: {windows: [{start: 1s, duration: 1s}, {start: 2s, duration: 1s}]}}}", func(t *testing.T, s *Scenario) {
 			require.Len(t, s.Network.Down[0].Outages.Windows, 2)

@@ -74,6 +74,10 @@ type Scenario struct {
 	// Path is how the PCs reach each other: one word, the strategy, or a
 	// mapping.
 	Path Path `yaml:"path"`
+	// Traffic is other traffic on the path: flows that share the
+	// session's links (their bottleneck and queue) from their start to
+	// their stop.
+	Traffic []Flow `yaml:"traffic" format:",list" expected:"a list of flows like [{name: download, kind: tcp-bulk, start: 10s}]"`
 	// Expect lists what the run must show: bounds on measurements.
 	Expect []Expectation `yaml:"expect,flow" expected:"a list of expectations like [{measure: latency.median, max: 150ms}]"`
 }
@@ -90,6 +94,68 @@ type Network struct {
 	Up []Phase `yaml:"up" expected:"a phase (a mapping) or a list of phases"`
 	// Down is the agent -> viewer timeline (the video).
 	Down []Phase `yaml:"down" expected:"a phase (a mapping) or a list of phases"`
+}
+
+// Flow is one flow of other traffic, sharing the session's links (the
+// same up and down links, their bottleneck and their queue) from Start to
+// Stop. Kind says what it is and which keys it reads (flowFields): a key
+// its kind does not read is an error. Every random choice it makes draws
+// from a source seeded by the scenario's seed and the flow's place in the
+// list.
+type Flow struct {
+	// Name names the flow in results, in measurements (flow: NAME) and in
+	// captures: lower-case words joined by '-', unique in the scenario,
+	// and not main (the scenario's own session).
+	Name string `yaml:"name" format:",required" expected:"a name like download" missing:"the flow's name, like download"`
+	// Kind is quic-bulk, tcp-bulk, cbr, web, session or reverse-media.
+	Kind string `yaml:"kind" format:",required" expected:"a flow kind: {names}" names:"flows" missing:"one of quic-bulk, tcp-bulk, cbr, web, session, reverse-media"`
+	// Start is when the flow starts, from the session start.
+	Start time.Duration `yaml:"start"`
+	// Stop is when it stops, after Start (0: at the session's end).
+	Stop time.Duration `yaml:"stop" format:",positive" hint:" (leave stop out for the end of the session)"`
+	// Direction is the link a bulk, cbr or web flow's data crosses: down
+	// (agent -> viewer, a download at the viewer's end; the default) or
+	// up. A session's video goes down, reverse media's up.
+	Direction string `yaml:"direction" expected:"a direction: {names}" names:"directions"`
+	// Delay is an extra one-way delay on the flow's packets, each way,
+	// before they reach the shared links: a flow from further away, whose
+	// round trip is longer by twice it.
+	Delay time.Duration `yaml:"delay"`
+	// Congestion is the TCP congestion controller of tcp-bulk and web:
+	// cubic (the default), reno, or bbr (in the kernel mode only).
+	Congestion string `yaml:"congestion" expected:"a TCP congestion controller: {names}" names:"congestions"`
+	// Rate is cbr's bit rate.
+	Rate int64 `yaml:"rate" format:"rate" hint:" (a flow of nothing: leave the flow out)" missing:"the bit rate, like 1Mbit/s"`
+	// Size is cbr's datagram size, at least 8 B (1200 B when left out).
+	Size int `yaml:"size" format:"size,positive" hint:" (leave size out for 1200B)"`
+	// Object is web's object size law (3GPP's HTTP main object when left
+	// out).
+	Object *ObjectSizes `yaml:"object,flow"`
+	// Think is web's mean think time between objects (30 s when left
+	// out).
+	Think time.Duration `yaml:"think" format:",positive" hint:" (leave think out for 30s)"`
+	// Controller is a session's bitrate controller, written as the
+	// scenario's; the scenario's own when left out.
+	Controller *Controller `yaml:"controller,flow"`
+	// Screen is a session's screen timeline, written as the scenario's;
+	// the scenario's own when left out.
+	Screen []ScreenPhase `yaml:"screen" expected:"a list of screen phases like [{at: 0s, source: animation}]"`
+}
+
+// ObjectSizes is a web flow's object size law: a lognormal whose mean and
+// standard deviation are Mean and SD, truncated to [Min, Max] (a size
+// outside is drawn again). Left out, each is that of the main object of
+// 3GPP's HTTP traffic model: mean 10710 B, standard deviation 25032 B,
+// from 100 B to 2 MB.
+type ObjectSizes struct {
+	// Mean is the lognormal's mean.
+	Mean int `yaml:"mean" format:"size,positive" hint:" (leave mean out for 10710B)"`
+	// SD is its standard deviation.
+	SD int `yaml:"sd" format:"size,positive" hint:" (leave sd out for 25032B)"`
+	// Min is the smallest size drawn.
+	Min int `yaml:"min" format:"size,positive" hint:" (leave min out for 100B)"`
+	// Max is the largest size drawn.
+	Max int `yaml:"max" format:"size,positive" hint:" (leave max out for 2MB)"`
 }
 
 // Phase is one step of a direction's timeline. Zero values mean "none".
@@ -399,6 +465,9 @@ type Expectation struct {
 	At time.Duration `yaml:"at" format:",positive" hint:" (at 0s nothing was sent yet, and the target is controller.bitrate)" missing:"the instant, like 10s"`
 	// Every is the averaging period of bitrate.capacity-correlation.
 	Every time.Duration `yaml:"every" format:",positive" missing:"the averaging period, like 1s"`
+	// Flow names the flow of the flow measurements: a flow of traffic,
+	// or main for the scenario's own session.
+	Flow string `yaml:"flow" format:",nonempty" expected:"a flow's name, or main" missing:"the flow's name (a name in traffic, or main for the scenario's own session)"`
 	// Min and Max bound the value (nil: no bound), in the measurement's
 	// unit: seconds for durations, bits/s for rates, a count or a fraction.
 	Min *float64 `yaml:"min" format:",custom"`
@@ -474,6 +543,11 @@ var Measurements = []Measurement{
 	{"path.direct-public", UnitCount, "1 when it went between public addresses through punched holes, else 0"},
 	{"path.relay", UnitCount, "1 when the viewer reached the relay over UDP, else 0"},
 	{"path.websocket", UnitCount, "1 when the viewer reached the relay in the WebSocket tunnel, else 0"},
+	{"flow.throughput", UnitRate, "with `flow`: the payload the flow's receiver got in the window, per second (a session's: its video delivered)"},
+	{"flow.share", UnitFraction, "with `flow`: the same over the capacity of the link the flow's data crosses, over the window (rate-capped links)"},
+	{"flow.latency.median", UnitDuration, "with `flow`: the median capture-to-display latency of a session's frames displayed in the window (main, a session or reverse media)"},
+	{"flow.latency.p95", UnitDuration, "with `flow`: the 95th percentile of the same"},
+	{"fairness.jain", UnitRatio, "Jain's fairness index over the throughputs of the media sessions on the downlink (main and every session flow) in the window: 1 when they are equal, 1/n when one takes all"},
 }
 
 // measurementKeys names the expectation keys each measurement reads
@@ -495,9 +569,13 @@ var measurementKeys = map[string][]string{
 	"bitrate.target":               {"at"},
 	"bitrate.sent":                 {"at"},
 	"bitrate.capacity-correlation": {"every"},
+	"flow.throughput":              {"flow"},
+	"flow.share":                   {"flow"},
+	"flow.latency.median":          {"flow"},
+	"flow.latency.p95":             {"flow"},
 }
 
-// MeasurementKeys lists the expectation keys (latency, at, every) the
+// MeasurementKeys lists the expectation keys (latency, at, every, flow) the
 // measurement name reads, all required; none for most.
 func MeasurementKeys(name string) []string {
 	return slices.Clone(measurementKeys[name])

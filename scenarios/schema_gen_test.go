@@ -128,6 +128,9 @@ var extra = map[string]func(s *obj){
 	"controller.bitrate": func(s *obj) { s.set("$ref", "#/$defs/rate") },
 	"expectation.to":     func(s *obj) { s.set("oneOf", []any{ref("duration"), newObj("const", "end")}) },
 	"trace.loop":         func(s *obj) { s.set("type", "boolean") },
+	"flow.name": func(s *obj) {
+		s.set("pattern", "^"+strings.Trim(namePattern.String(), "^$")+"$").set("not", newObj("const", MainFlow))
+	},
 }
 
 // docs reads the doc comments of scenario.go's types and fields: "Type" and
@@ -290,6 +293,23 @@ func generateSchema(t *testing.T) []byte {
 			"then", newObj("properties", refused)))
 	}
 	defs.vals["controller"].(*obj).set("allOf", kindRules)
+	// A flow's kind takes only its own keys; cbr needs its rate.
+	var flowRules []any
+	for _, k := range FlowKinds {
+		refused := newObj()
+		for _, key := range keysOf(reflect.TypeFor[Flow]()) {
+			if !slices.Contains([]string{"name", "kind", "start", "stop"}, key) && !slices.Contains(flowFields[k], key) {
+				refused.set(key, false)
+			}
+		}
+		then := newObj("properties", refused)
+		if k == "cbr" {
+			then.set("required", []string{"rate"})
+		}
+		flowRules = append(flowRules, newObj("if", newObj("required", []string{"kind"}, "properties", newObj("kind", newObj("const", k))),
+			"then", then))
+	}
+	defs.vals["flow"].(*obj).set("allOf", flowRules)
 	// An expectation's bounds are in its measurement's unit.
 	byUnit := map[Unit]*obj{
 		UnitDuration: ref("duration"), UnitRate: ref("rate"), UnitFraction: ref("percentage"),
@@ -323,7 +343,7 @@ func generateSchema(t *testing.T) []byte {
 		unitRules = append(unitRules, newObj("if", newObj("required", []string{"measure"}, "properties", newObj("measure", newObj("const", m.Name))),
 			"then", then))
 	}
-	for _, key := range []string{"latency", "at", "every"} {
+	for _, key := range []string{"latency", "at", "every", "flow"} {
 		dependent.set(key, newObj("properties", newObj("measure", newObj("enum", measurementsWith(key)))))
 	}
 	defs.vals["expectation"].(*obj).set("anyOf", []any{newObj("required", []string{"min"}), newObj("required", []string{"max"})}).

@@ -175,7 +175,7 @@ func TestSchemaMeasurementKeys(t *testing.T) {
 	}
 	require.Equal(t, want, required)
 	dependent := dig(t, s, "$defs", "expectation", "dependentSchemas").(map[string]any)
-	require.Equal(t, []string{"at", "every", "latency"}, jsonKeys(dependent))
+	require.Equal(t, []string{"at", "every", "flow", "latency"}, jsonKeys(dependent))
 	for key, sch := range dependent {
 		var readers []string
 		for name, keys := range want {
@@ -224,6 +224,35 @@ func TestSchemaControllerKinds(t *testing.T) {
 	for key, v := range then {
 		require.Equal(t, false, v, key)
 	}
+}
+
+// TestSchemaFlowKinds: where a flow's kind is written, the schema refuses
+// the keys that kind does not read, as the loader does, and requires a
+// cbr flow's rate.
+func TestSchemaFlowKinds(t *testing.T) {
+	s := schema(t)
+	seen := map[string]bool{}
+	for _, rule := range dig(t, s, "$defs", "flow", "allOf").([]any) {
+		require.Equal(t, []any{"kind"}, dig(t, rule, "if", "required"))
+		kind := dig(t, rule, "if", "properties", "kind", "const").(string)
+		require.Contains(t, FlowKinds, kind)
+		require.False(t, seen[kind], "%s in two rules", kind)
+		seen[kind] = true
+		var refused []string
+		for _, key := range objects["flow"] {
+			if !slices.Contains([]string{"name", "kind", "start", "stop"}, key) && !slices.Contains(flowFields[kind], key) {
+				refused = append(refused, key)
+			}
+		}
+		require.Equal(t, sorted(refused), jsonKeys(dig(t, rule, "then", "properties").(map[string]any)), "keys refused for kind %s", kind)
+		if kind == "cbr" {
+			require.Equal(t, []any{"rate"}, dig(t, rule, "then", "required"))
+		}
+	}
+	require.Len(t, seen, len(FlowKinds))
+	require.Equal(t, FlowKinds, strings_(dig(t, s, "$defs", "flow", "properties", "kind", "enum")))
+	require.Equal(t, Directions, strings_(dig(t, s, "$defs", "flow", "properties", "direction", "enum")))
+	require.Equal(t, Congestions, strings_(dig(t, s, "$defs", "flow", "properties", "congestion", "enum")))
 }
 
 // TestSchemaUnitPatterns: the schema's unit patterns accept what the
@@ -315,6 +344,7 @@ func TestFormatDoc(t *testing.T) {
 		"controller":     objects["controller"],
 		"switches":       objects["switches"],
 		"path":           objects["path"],
+		"traffic":        objects["flow"],
 		"viewer, clocks": append(prefixed("viewer.", objects["viewer"]), prefixed("clocks.", objects["clocks"])...),
 		"screen":         {"complexity", "rate", "region"}, // at and source are in the text above it
 	} {
@@ -322,7 +352,7 @@ func TestFormatDoc(t *testing.T) {
 	}
 	// The mappings described inline, as {key, key, ...}.
 	for _, kind := range []string{"jitter", "gilbert", "queue", "spikes", "screen_phase", "region", "refine",
-		"clock", "step", "expectation", "window", "trace"} {
+		"clock", "step", "expectation", "window", "trace", "object_sizes"} {
 		require.Contains(t, text, "{"+strings.Join(objects[kind], ", ")+"}", "FORMAT.md lists the keys of %s", kind)
 	}
 	// The rest (network, outages, dist) name every key somewhere.

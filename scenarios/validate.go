@@ -1,11 +1,14 @@
 package scenarios
 
 import (
+	"cmp"
 	"math"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nuvirahub/latencylab/netem"
 )
 
 // maxRefresh is the screen model's highest display refresh.
@@ -49,6 +52,7 @@ func validate(s *Scenario, rep reporter) {
 	v.controller()
 	v.switches()
 	v.path()
+	v.traffic()
 	v.expectations()
 }
 
@@ -261,18 +265,22 @@ func (v validator) outages(p string, o *Outages) {
 	}
 }
 
-func (v validator) screen() {
+func (v validator) screen() { v.screenAt("screen", v.s.Screen) }
+
+// screenAt checks a screen timeline written at sp: the scenario's, or a
+// session flow's.
+func (v validator) screenAt(sp string, screen []ScreenPhase) {
 	refresh := v.s.Agent.Refresh
 	if refresh == 0 {
 		refresh = 60
 	}
-	for i, ph := range v.s.Screen {
-		p := "screen" + idx(i)
+	for i, ph := range screen {
+		p := sp + idx(i)
 		var prev time.Duration
 		if i > 0 {
-			prev = v.s.Screen[i-1].At
+			prev = screen[i-1].At
 		}
-		v.at(p+".at", ph.At, i, "screen"+idx(i-1)+".at", prev)
+		v.at(p+".at", ph.At, i, sp+idx(i-1)+".at", prev)
 		if ph.Source == "" {
 			v.rep(p+".source", nil, missing("screen_phase", "source"))
 			continue
@@ -453,11 +461,14 @@ func controllerKind(c Controller) string {
 	return c.Kind
 }
 
-func (v validator) controller() {
-	c := v.s.Controller
+func (v validator) controller() { v.controllerAt("controller", v.s.Controller) }
+
+// controllerAt checks a controller written at p: the scenario's, or a
+// session flow's.
+func (v validator) controllerAt(p string, c Controller) {
 	if c.Kind != "" {
 		if msg := checkName(c.Kind, "controller kind", "controller.kind", ControllerKinds); msg != "" {
-			v.rep("controller.kind", nil, msg)
+			v.rep(p+".kind", nil, msg)
 			return
 		}
 	}
@@ -466,50 +477,50 @@ func (v validator) controller() {
 	// is set and read, so that its value is checked.
 	has := func(key string, set bool) bool {
 		if set && !slices.Contains(kindFields[kind], key) {
-			v.errf("controller."+key, []string{"controller.kind"}, "%s does not apply to kind %s: %s applies to kind %s", key, kind, key, orList(kindsWith(key)))
+			v.errf(p+"."+key, []string{p + ".kind"}, "%s does not apply to kind %s: %s applies to kind %s", key, kind, key, orList(kindsWith(key)))
 			return false
 		}
 		return set
 	}
 	if c.Bitrate < 0 {
-		v.errf("controller.bitrate", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Bitrate))
+		v.errf(p+".bitrate", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Bitrate))
 	}
 	switch {
 	case kind == "steps" && len(c.Steps) == 0:
-		v.rep("controller.steps", []string{"controller.kind"}, missing("controller", "steps"))
+		v.rep(p+".steps", []string{p + ".kind"}, missing("controller", "steps"))
 	case kind == "fixed" && len(c.Steps) > 0:
-		v.rep("controller.steps", []string{"controller.kind"}, "steps with kind fixed: a fixed controller never changes its bitrate; expected kind: steps")
+		v.rep(p+".steps", []string{p + ".kind"}, "steps with kind fixed: a fixed controller never changes its bitrate; expected kind: steps")
 	default:
 		has("steps", len(c.Steps) > 0)
 	}
 	for i, st := range c.Steps {
-		p := "controller.steps" + idx(i)
+		sp := p + ".steps" + idx(i)
 		var prev time.Duration
 		if i > 0 {
 			prev = c.Steps[i-1].At
 		}
-		v.at(p+".at", st.At, i, "controller.steps"+idx(i-1)+".at", prev)
+		v.at(sp+".at", st.At, i, p+".steps"+idx(i-1)+".at", prev)
 		if st.Bitrate <= 0 {
-			v.rep(p+".bitrate", nil, missing("step", "bitrate"))
+			v.rep(sp+".bitrate", nil, missing("step", "bitrate"))
 		}
 	}
 
 	// An adaptive controller's bounds, when given, hold the initial bitrate.
 	lo, hi := has("min", c.Min != 0), has("max", c.Max != 0)
 	if lo && c.Min < 0 {
-		v.errf("controller.min", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Min))
+		v.errf(p+".min", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Min))
 	}
 	if hi && c.Max < 0 {
-		v.errf("controller.max", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Max))
+		v.errf(p+".max", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(c.Max))
 	}
 	switch {
 	case c.Min < 0 || c.Max < 0 || c.Bitrate < 0: // reported above
 	case lo && hi && c.Min > c.Max:
-		v.errf("controller.min", []string{"controller.max"}, "%s is greater than max %s: expected min <= max", FormatRate(c.Min), FormatRate(c.Max))
+		v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", FormatRate(c.Min), FormatRate(c.Max))
 	case lo && c.Bitrate > 0 && c.Bitrate < c.Min:
-		v.errf("controller.bitrate", []string{"controller.min"}, "%s is below min %s: expected an initial bitrate from min to max", FormatRate(c.Bitrate), FormatRate(c.Min))
+		v.errf(p+".bitrate", []string{p + ".min"}, "%s is below min %s: expected an initial bitrate from min to max", FormatRate(c.Bitrate), FormatRate(c.Min))
 	case hi && c.Bitrate > c.Max:
-		v.errf("controller.bitrate", []string{"controller.max"}, "%s is above max %s: expected an initial bitrate from min to max", FormatRate(c.Bitrate), FormatRate(c.Max))
+		v.errf(p+".bitrate", []string{p + ".max"}, "%s is above max %s: expected an initial bitrate from min to max", FormatRate(c.Bitrate), FormatRate(c.Max))
 	}
 
 	// The ABR's rule (N10).
@@ -519,11 +530,11 @@ func (v validator) controller() {
 	}{{"window", c.Window}, {"baseline", c.Baseline}, {"threshold", c.Threshold},
 		{"sustain", c.Sustain}, {"close", c.Close}, {"hold", c.Hold}} {
 		if has(f.key, f.d != 0) && f.d < 0 {
-			v.errf("controller."+f.key, nil, "%s out of range: expected a duration above 0s", FormatDuration(f.d))
+			v.errf(p+"."+f.key, nil, "%s out of range: expected a duration above 0s", FormatDuration(f.d))
 		}
 	}
 	if c.Window > 0 && c.Baseline > 0 && c.Baseline < c.Window && kind == "abr" {
-		v.errf("controller.baseline", []string{"controller.window"}, "%s is shorter than window %s: expected baseline >= window (the median over the window is compared with the minimum over the baseline)", FormatDuration(c.Baseline), FormatDuration(c.Window))
+		v.errf(p+".baseline", []string{p + ".window"}, "%s is shorter than window %s: expected baseline >= window (the median over the window is compared with the minimum over the baseline)", FormatDuration(c.Baseline), FormatDuration(c.Window))
 	}
 	for _, f := range []struct {
 		key string
@@ -531,11 +542,11 @@ func (v validator) controller() {
 		r   shareRange
 	}{{"decrease", c.Decrease, decreaseRange}, {"increase", c.Increase, increaseRange}} {
 		if has(f.key, f.f != 0) && !f.r.in(f.f) {
-			v.errf("controller."+f.key, nil, "%s out of range: expected %s", FormatPercent(f.f), f.r.what)
+			v.errf(p+"."+f.key, nil, "%s out of range: expected %s", FormatPercent(f.f), f.r.what)
 		}
 	}
 	if has("guard", c.Guard != 0) {
-		v.fraction("controller.guard", c.Guard)
+		v.fraction(p+".guard", c.Guard)
 	}
 }
 
@@ -630,6 +641,17 @@ func (v validator) expectationKeys(p string, m Measurement, e Expectation) {
 			v.errf(field, nil, "%s out of range: expected a duration above 0s", FormatDuration(k.d))
 		}
 	}
+	switch read := slices.Contains(reads, "flow"); {
+	case e.Flow != "" && !read:
+		v.errf(p+".flow", []string{p + ".measure"}, "flow does not apply to %s: flow applies to %s", m.Name, orList(measurementsWith("flow")))
+	case e.Flow == "" && read:
+		v.errf(p+".flow", []string{p + ".measure"}, "missing required field: %s needs flow: expected %s", m.Name, fieldOf(reflect.TypeFor[Expectation](), "flow").missing)
+	case read:
+		v.flow(p+".flow", m.Name, e.Flow)
+	}
+	if m.Name == "fairness.jain" && !slices.ContainsFunc(v.s.Traffic, func(f Flow) bool { return f.Kind == "session" }) {
+		v.errf(p+".measure", []string{"traffic"}, "fairness.jain needs two media sessions on the downlink: expected a traffic flow of kind session beside the scenario's own")
+	}
 	if slices.Contains(reads, "at") {
 		for _, w := range []struct {
 			key string
@@ -652,6 +674,29 @@ func (v validator) expectationKeys(p string, m Measurement, e Expectation) {
 	if e.Every > 0 && slices.Contains(reads, "every") && end > e.From && 3*e.Every > end-e.From {
 		v.errf(p+".every", []string{p + ".from", p + ".to", "duration"}, "%s is too long for the window [%s, %s): expected at most a third of it (a correlation needs three periods)",
 			FormatDuration(e.Every), FormatDuration(e.From), FormatDuration(end))
+	}
+}
+
+// flow checks the flow a flow measurement names: main, or a flow of the
+// scenario's traffic; a latency, only of a remote-desktop session.
+func (v validator) flow(field, measure, name string) {
+	if name == MainFlow {
+		return
+	}
+	names := []string{MainFlow}
+	for _, f := range v.s.Traffic {
+		names = append(names, f.Name)
+	}
+	i := slices.IndexFunc(v.s.Traffic, func(f Flow) bool { return f.Name == name })
+	switch {
+	case i < 0:
+		msg := fmtf("unknown flow %q:", name)
+		if s := closest(name, names); s != "" {
+			msg += " did you mean " + s + "?"
+		}
+		v.errf(field, []string{"traffic"}, "%s expected main or a flow of traffic: %s", msg, list(names))
+	case strings.HasPrefix(measure, "flow.latency.") && !IsMediaFlow(v.s.Traffic[i].Kind):
+		v.errf(field, []string{"traffic" + idx(i) + ".kind"}, "%s has no latency: %s is a %s flow; expected main or a flow of kind session or reverse-media", measure, name, v.s.Traffic[i].Kind)
 	}
 }
 
@@ -678,6 +723,128 @@ func orList(names []string) string {
 
 // idx writes a list index: "[2]".
 func idx(i int) string { return "[" + itoa(i) + "]" }
+
+// The defaults of a web flow's object sizes (netem/flows' WebConfig, which
+// a test in lab holds equal): a min or max given alone is checked against
+// the other's default.
+const (
+	webDefaultMin = 100
+	webDefaultMax = 2 << 20
+)
+
+// traffic checks the flows of other traffic: names, kinds, the keys each
+// kind reads, instants inside the scenario, and each key's range.
+func (v validator) traffic() {
+	for i, f := range v.s.Traffic {
+		p := "traffic" + idx(i)
+		switch {
+		case f.Name == "":
+			v.rep(p+".name", nil, missing("flow", "name"))
+		case !namePattern.MatchString(f.Name):
+			v.errf(p+".name", nil, "%q is not a valid name: expected lower-case words joined by '-', like download", f.Name)
+		case f.Name == MainFlow:
+			v.errf(p+".name", nil, "main names the scenario's own session: expected another name, like download")
+		case slices.IndexFunc(v.s.Traffic, func(g Flow) bool { return g.Name == f.Name }) < i:
+			v.errf(p+".name", nil, "flow %s is named twice: expected a name of its own (results, measurements and captures tell flows apart by it)", f.Name)
+		}
+		switch {
+		case f.Start < 0:
+			v.errf(p+".start", nil, "%s out of range: expected a time of 0s or more", FormatDuration(f.Start))
+		case v.s.Duration > 0 && f.Start >= v.s.Duration:
+			v.errf(p+".start", []string{"duration"}, "%s is not before the end: the scenario lasts %s", FormatDuration(f.Start), FormatDuration(v.s.Duration))
+		}
+		switch {
+		case f.Stop < 0:
+			v.errf(p+".stop", nil, "%s out of range: expected a time above 0s", FormatDuration(f.Stop))
+		case f.Stop > 0 && f.Stop <= f.Start:
+			v.errf(p+".stop", []string{p + ".start"}, "%s is not after start %s: expected a flow that stops after it starts", FormatDuration(f.Stop), FormatDuration(f.Start))
+		case f.Stop > 0 && v.s.Duration > 0 && f.Stop > v.s.Duration:
+			v.errf(p+".stop", []string{"duration"}, "%s is after the end: the scenario lasts %s (leave stop out for the end)", FormatDuration(f.Stop), FormatDuration(v.s.Duration))
+		}
+		if f.Kind == "" {
+			v.rep(p+".kind", nil, missing("flow", "kind"))
+			continue
+		}
+		if msg := checkName(f.Kind, "flow kind", "", FlowKinds); msg != "" {
+			v.rep(p+".kind", nil, msg)
+			continue
+		}
+		// has reports a key the kind does not read, and tells whether the
+		// key is set and read, so that its value is checked.
+		has := func(key string, set bool) bool {
+			if set && !slices.Contains(flowFields[f.Kind], key) {
+				v.errf(p+"."+key, []string{p + ".kind"}, "%s does not apply to kind %s: %s applies to kind %s", key, f.Kind, key, orList(flowKindsWith(key)))
+				return false
+			}
+			return set
+		}
+		for _, n := range []struct{ key, value, what string }{
+			{"direction", f.Direction, "direction"}, {"congestion", f.Congestion, "congestion controller"},
+		} {
+			if has(n.key, n.value != "") {
+				if msg := checkName(n.value, n.what, "", nameLists[n.key+"s"]()); msg != "" {
+					v.rep(p+"."+n.key, nil, msg)
+				}
+			}
+		}
+		if has("delay", f.Delay != 0) {
+			v.nonNeg(p+".delay", f.Delay)
+		}
+		switch {
+		case f.Kind == "cbr" && f.Rate == 0:
+			v.rep(p+".rate", []string{p + ".kind"}, missing("flow", "rate"))
+		case has("rate", f.Rate != 0) && f.Rate < 0:
+			v.errf(p+".rate", nil, "%s out of range: expected a rate above 0bit/s", FormatRate(f.Rate))
+		}
+		if has("size", f.Size != 0) && (f.Size < minCBRSize || f.Size > maxDatagram) {
+			v.errf(p+".size", nil, "%s out of range: expected a size from 8B to 65507B (a datagram, whose first 8 bytes carry its number)", FormatBytes(f.Size))
+		}
+		if o := f.Object; has("object", o != nil) {
+			v.objectSizes(p+".object", o)
+		}
+		if has("think", f.Think != 0) && f.Think < 0 {
+			v.errf(p+".think", nil, "%s out of range: expected a duration above 0s", FormatDuration(f.Think))
+		}
+		if has("controller", f.Controller != nil) {
+			v.controllerAt(p+".controller", *f.Controller)
+		}
+		if has("screen", len(f.Screen) > 0) {
+			v.screenAt(p+".screen", f.Screen)
+		}
+	}
+}
+
+// The sizes of a cbr flow's datagrams: at least its sequence number, at
+// most a UDP datagram over IPv4 (netem.MaxDatagram).
+const (
+	minCBRSize  = 8
+	maxDatagram = netem.MaxDatagram
+)
+
+// objectSizes checks a web flow's size law: sizes above 0, a range that
+// holds something, the mean inside it.
+func (v validator) objectSizes(p string, o *ObjectSizes) {
+	bad := false
+	for _, f := range []struct {
+		key string
+		n   int
+	}{{"mean", o.Mean}, {"sd", o.SD}, {"min", o.Min}, {"max", o.Max}} {
+		if f.n < 0 {
+			v.errf(p+"."+f.key, nil, "%s out of range: expected a size above 0B", FormatBytes(f.n))
+			bad = true
+		}
+	}
+	if bad {
+		return
+	}
+	lo, hi := cmp.Or(o.Min, webDefaultMin), cmp.Or(o.Max, webDefaultMax)
+	switch {
+	case lo > hi:
+		v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", FormatBytes(lo), FormatBytes(hi))
+	case o.Mean != 0 && (o.Mean < lo || o.Mean > hi):
+		v.errf(p+".mean", []string{p + ".min", p + ".max"}, "%s is outside [%s, %s]: expected a mean between min and max", FormatBytes(o.Mean), FormatBytes(lo), FormatBytes(hi))
+	}
+}
 
 func (v validator) path() {
 	p := v.s.Path

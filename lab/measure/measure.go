@@ -51,11 +51,14 @@ type Params struct {
 	At time.Duration
 	// Every is the averaging period of bitrate.capacity-correlation.
 	Every time.Duration
+	// Flow names the flow of the flow measurements: a flow of the
+	// result's traffic, or main (scenarios.MainFlow) for its own session.
+	Flow string
 }
 
 // ParamsOf takes an expectation's figures.
 func ParamsOf(e scenarios.Expectation) Params {
-	return Params{Latency: e.Latency, At: e.At, Every: e.Every}
+	return Params{Latency: e.Latency, At: e.At, Every: e.Every, Flow: e.Flow}
 }
 
 // check refuses a figure the measurement name does not read, and the lack
@@ -74,6 +77,12 @@ func (p Params) check(name string) error {
 		case k.d < 0:
 			return fmt.Errorf("%w: %s of %s: %v is negative", ErrParams, k.key, name, k.d)
 		}
+	}
+	switch read := slices.Contains(reads, "flow"); {
+	case p.Flow != "" && !read:
+		return fmt.Errorf("%w: %s does not read flow", ErrParams, name)
+	case p.Flow == "" && read:
+		return fmt.Errorf("%w: %s needs flow", ErrParams, name)
 	}
 	return nil
 }
@@ -136,6 +145,9 @@ func OfWith(r *result.Run, name string, from, to time.Duration, p Params) (float
 		return 0, err
 	}
 	w := newWindow(r, from, to)
+	if v, ok, err := w.measureFlow(name, p.Flow); ok {
+		return v, err
+	}
 	seconds := func(d time.Duration, err error) (float64, error) { return d.Seconds(), err }
 	switch name {
 	case "latency.median":

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -437,23 +438,25 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 	r := handmade()
 	// A figure for each key a measurement may read, one the handmade
 	// result can be measured with.
-	example := map[string]Params{"latency": {Latency: 150 * ms}, "at": {At: 1500 * ms}, "every": {Every: 500 * ms}}
+	example := map[string]Params{"latency": {Latency: 150 * ms}, "at": {At: 1500 * ms}, "every": {Every: 500 * ms}, "flow": {Flow: "main"}}
 	for _, m := range scenarios.Measurements {
 		var p Params
 		for _, key := range scenarios.MeasurementKeys(m.Name) {
 			e, ok := example[key]
 			require.True(t, ok, "%s reads %s, which Params lacks", m.Name, key)
 			p.Latency, p.At, p.Every = max(p.Latency, e.Latency), max(p.At, e.At), max(p.Every, e.Every)
+			p.Flow = max(p.Flow, e.Flow)
 		}
 		if p != (Params{}) {
 			_, err := Of(r, m.Name, 0, 0)
 			require.ErrorIs(t, err, ErrParams, "%s without its figure", m.Name)
 		}
 		_, err := OfWith(r, m.Name, 0, 0, p)
-		if m.Name == "time-to-full-use" || m.Name == "connect.time" || m.Name == "first-frame" || strings.HasPrefix(m.Name, "path.") {
+		if m.Name == "time-to-full-use" || m.Name == "connect.time" || m.Name == "first-frame" || strings.HasPrefix(m.Name, "path.") ||
+			m.Name == "fairness.jain" {
 			// The handmade video never uses 90% of its link, and has no
-			// path: the check must fail saying so, not pass with a
-			// made-up figure.
+			// path and no second session: the check must fail saying so,
+			// not pass with a made-up figure.
 			require.ErrorIs(t, err, ErrNoData, m.Name)
 			continue
 		}
@@ -466,6 +469,92 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 			require.NoError(t, err, m.Name)
 		}
 	}
+	_, err := Of(withTraffic(handmade()), "fairness.jain", 0, 0)
+	require.NoError(t, err)
+}
+
+// withTraffic adds three flows to a handmade result (periods of 1 s):
+// a download delivering 12500, 0 and 6250 bytes in its three seconds,
+// an upload over the uncapped uplink, and a second session from 1 s
+// whose frames arrive at 1.1 s (2000 bytes, 50 ms latency), 1.5 s (2000,
+// 80 ms) and 2.5 s (4000, 120 ms).
+func withTraffic(r *result.Run) *result.Run {
+	r.Traffic = []result.FlowRecord{
+		{Name: "download", Kind: "tcp-bulk", Direction: "down", Stop: 3 * time.Second, Delivered: []int64{12500, 0, 6250}},
+		{Name: "upload", Kind: "quic-bulk", Direction: "up", Stop: 3 * time.Second, Delivered: []int64{1000, 1000, 1000}},
+		{Name: "colleague", Kind: "session", Direction: "down", Start: time.Second, Stop: 3 * time.Second, Frames: []result.FlowFrame{
+			{Seq: 1, Bytes: 2000, Arrived: 1100 * ms, Displayed: 1150 * ms, Latency: 50 * ms},
+			{Seq: 2, Bytes: 2000, Arrived: 1500 * ms, Displayed: 1600 * ms, Latency: 80 * ms},
+			{Seq: 3, Bytes: 4000, Arrived: 2500 * ms, Displayed: 2600 * ms, Latency: 120 * ms},
+		}},
+	}
+	return r
+}
+
+// The flow measurements, on the handmade result with traffic.
+func TestMeasureFlowsKnownAnswers(t *testing.T) {
+	r := withTraffic(handmade())
+	s := time.Second
+	for _, tc := range []struct {
+		name, flow string
+		from, to   time.Duration
+		want       float64
+	}{
+		// 100000 + 0 + 50000 bits in 3 s; the first half second holds
+		// half the first period's.
+		{"flow.throughput", "download", 0, 0, 50_000},
+		{"flow.throughput", "download", 0, 500 * ms, 100_000},
+		{"flow.throughput", "download", 1500 * ms, 2500 * ms, 25_000},
+		// main: the frames that arrived in [0, 2 s), 11000 bytes.
+		{"flow.throughput", "main", 0, 2 * s, 44_000},
+		{"flow.throughput", "colleague", s, 3 * s, 32_000},
+		// The downlink is capped in [0, 1 s) (100000 bits) and [2 s, 3 s)
+		// (50000): the download fills both.
+		{"flow.share", "download", 0, 0, 1},
+		{"flow.share", "download", 2 * s, 3 * s, 1},
+		{"flow.share", "main", 0, s, 0.8}, // utilisation's figure
+		{"flow.latency.median", "colleague", 0, 0, 0.080},
+		{"flow.latency.p95", "colleague", 0, 0, 0.120},
+		{"flow.latency.median", "colleague", 1500 * ms, 0, 0.080}, // 80 and 120: the lower middle
+		{"flow.latency.median", "main", 0, 2 * s, 0.040},          // latency.median's
+		// In [1 s, 3 s) main's frames brought 2000 bytes, the colleague's
+		// 8000: (16000 + 64000)^2 / (2 x (16000^2 + 64000^2)).
+		{"fairness.jain", "", s, 3 * s, 6.4e9 / 8.704e9},
+	} {
+		t.Run(fmt.Sprintf("%s %s [%v,%v)", tc.name, tc.flow, tc.from, tc.to), func(t *testing.T) {
+			got, err := OfWith(r, tc.name, tc.from, tc.to, Params{Flow: tc.flow})
+			require.NoError(t, err)
+			require.InDelta(t, tc.want, got, 1e-9)
+		})
+	}
+	j, err := Jain([]float64{1, 1, 1})
+	require.NoError(t, err)
+	require.Equal(t, 1.0, j)
+	j, err = Jain([]float64{4, 0, 0, 0})
+	require.NoError(t, err)
+	require.Equal(t, 0.25, j, "one takes all: 1/n")
+
+	_, err = OfWith(r, "flow.latency.median", 0, 0, Params{Flow: "download"})
+	require.ErrorIs(t, err, ErrParams)
+	require.EqualError(t, err, "lab: bad parameters: download is a tcp-bulk flow: it has no frames, no latency")
+	_, err = OfWith(r, "flow.share", 0, 0, Params{Flow: "upload"})
+	require.ErrorIs(t, err, ErrNoData)
+	require.EqualError(t, err, "lab: nothing to measure: the uplink has no rate cap or trace in [0s, 3s)")
+	_, err = OfWith(r, "flow.throughput", 0, 0, Params{Flow: "dowload"})
+	require.ErrorIs(t, err, ErrParams)
+	_, err = Of(r, "flow.throughput", 0, 0)
+	require.EqualError(t, err, "lab: bad parameters: flow.throughput needs flow")
+	_, err = OfWith(r, "fairness.jain", 0, s, Params{})
+	require.ErrorIs(t, err, ErrNoData, "the colleague starts at 1 s")
+
+	sum := Summarise(r)
+	require.Len(t, sum.Flows, 4)
+	require.Equal(t, "main", sum.Flows[0].Name)
+	require.InDelta(t, 50_000, sum.Flows[1].ThroughputBps, 1e-9)
+	require.Nil(t, sum.Flows[2].Share, "the uplink has no bottleneck")
+	require.Equal(t, 80*ms, sum.Flows[3].Latency.Median)
+	require.NotNil(t, sum.Fairness)
+	require.Nil(t, Summarise(handmade()).Flows, "no traffic, no flows in the summary")
 }
 
 func TestPathMeasurements(t *testing.T) {

@@ -58,5 +58,6 @@ func Summarise(r *result.Run) result.Summary {
 	if rec, err := w.recoveries(); err == nil {
 		s.Recovery = rec
 	}
+	s.Flows, s.Fairness = summariseFlows(r)
 	return s
 }

@@ -81,6 +81,71 @@ type Run struct {
 	Checks []Check `json:"checks"`
 	// Path is how the PCs connected, for a scenario with a path (N17-N19).
 	Path *PathRecord `json:"path,omitempty"`
+	// Traffic is the other traffic's flows, in the scenario's order (for
+	// a scenario with traffic).
+	Traffic []FlowRecord `json:"traffic,omitempty"`
+}
+
+// FlowRecord is one flow of other traffic: what it was and what it
+// carried. Byte counts are payload: what its transport was handed and
+// what its receiving application got, without headers.
+type FlowRecord struct {
+	// Name and Kind are the scenario's (traffic[].name, .kind).
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Direction is the link its data crossed: "down" (agent -> viewer)
+	// or "up".
+	Direction string `json:"direction"`
+	// Description sums it up: "TCP-like CUBIC", "64 kbit/s in 160-byte
+	// datagrams", "controller gcc".
+	Description string `json:"description"`
+	// Start and Stop are when it ran (Stop the end when the scenario
+	// left it out); Delay its extra one-way delay.
+	Start time.Duration `json:"start_ns"`
+	Stop  time.Duration `json:"stop_ns"`
+	Delay time.Duration `json:"delay_ns,omitempty"`
+	// SentBytes is the payload handed to its transport, DeliveredBytes
+	// what its receiver's application got (a session's: its video).
+	SentBytes      int64 `json:"sent_bytes"`
+	DeliveredBytes int64 `json:"delivered_bytes"`
+	// Delivered is DeliveredBytes by period of SampleEvery from time zero:
+	// Delivered[k] arrived in [k x SampleEvery, (k+1) x SampleEvery). A
+	// session's counts its frames by arrival.
+	Delivered []int64 `json:"delivered"`
+	// Packets is the datagrams, data segments or QUIC packets sent,
+	// retransmissions included; Lost the datagrams that never arrived
+	// (cbr), the segments sent again (tcp-bulk, web) or the packets QUIC
+	// declared lost (quic-bulk).
+	Packets int64 `json:"packets,omitempty"`
+	Lost    int64 `json:"lost,omitempty"`
+	// Objects are a web flow's fetches.
+	Objects []ObjectRecord `json:"objects,omitempty"`
+	// Frames are a session's (session, reverse-media) frames.
+	Frames []FlowFrame `json:"frames,omitempty"`
+	// Error says why the flow could not run, or ended early.
+	Error string `json:"error,omitempty"`
+}
+
+// ObjectRecord is one object a web flow fetched.
+type ObjectRecord struct {
+	// Bytes is its size as drawn.
+	Bytes int64 `json:"bytes"`
+	// Start is when its connection's SYN left, Done when its last byte
+	// arrived (0: the flow stopped first).
+	Start time.Duration `json:"start_ns"`
+	Done  time.Duration `json:"done_ns,omitempty"`
+}
+
+// FlowFrame is one frame of a session flow, its instants from time zero
+// (0: it did not happen).
+type FlowFrame struct {
+	Seq       uint64        `json:"seq"`
+	Bytes     int           `json:"bytes"`
+	Sent      time.Duration `json:"sent_ns,omitempty"`
+	Arrived   time.Duration `json:"arrived_ns,omitempty"`
+	Displayed time.Duration `json:"displayed_ns,omitempty"`
+	// Latency is capture to display, true.
+	Latency time.Duration `json:"latency_ns,omitempty"`
 }
 
 // PathRecord is how a session with a path connected.
@@ -277,6 +342,26 @@ type Summary struct {
 	Utilisation *float64 `json:"utilisation,omitempty"`
 	// Recovery is the time to recover after each network phase change.
 	Recovery []Recovery `json:"recovery"`
+	// Flows sums up the scenario's own session (main) and every flow of
+	// its traffic, each over the time it ran (a scenario with traffic).
+	Flows []FlowSummary `json:"flows,omitempty"`
+	// Fairness is Jain's index over the media sessions on the downlink
+	// (main and the session flows) over the whole run; absent without a
+	// session flow.
+	Fairness *float64 `json:"fairness_jain,omitempty"`
+}
+
+// FlowSummary is one flow's figures over the time it ran, [start, stop).
+type FlowSummary struct {
+	Name string `json:"name"`
+	// ThroughputBps is the payload its receiver got, per second.
+	ThroughputBps float64 `json:"throughput_bps"`
+	// Share is that over the capacity of the link it crossed; absent
+	// when that link has no bottleneck.
+	Share *float64 `json:"share,omitempty"`
+	// Latency is a session's capture-to-display latency (main, session,
+	// reverse-media); absent for the others or with nothing displayed.
+	Latency *LatencySummary `json:"latency,omitempty"`
 }
 
 // LatencySummary is a latency distribution's figures.

@@ -9,6 +9,15 @@
 // kernel mode's links carry whole IP packets, which TapIP captures as they
 // are.
 //
+// A capture of several flows (the lab's competing traffic) names each
+// packet's flow in a comment of its own, "flow download", beside its
+// fate (NameFlows), and lists the flows in the section's comment
+// (Describe). A comment rather than an interface per flow: an interface is
+// a point of capture, and a link's "-in" interface then shows every flow
+// in the order the bottleneck took them, with the link's own statistics;
+// Wireshark filters a flow with frame.comment == "flow download" and shows
+// the comments as a column.
+//
 // gopacket's pcapgo.NgWriter writes the section, the interfaces and the
 // packets without a comment. It writes no per-packet options and no
 // statistics comment, so the packets with a comment (Enhanced Packet
@@ -47,6 +56,10 @@ const (
 	DeliveredPrefix = "delivered after "
 )
 
+// FlowPrefix begins the comment that names a packet's flow, followed by
+// the flow's name: "flow download" (see NameFlows).
+const FlowPrefix = "flow "
+
 // Writer writes one pcapng capture of any number of links. It is safe for
 // concurrent use: every tapped link writes into it from its own flow.
 // Nothing reaches the underlying writer for certain before Flush or Close.
@@ -54,6 +67,8 @@ type Writer struct {
 	mu      sync.Mutex
 	out     *bufio.Writer // shared by ng and the blocks written here
 	ng      *pcapgo.NgWriter
+	section string                     // the section's comment (Describe)
+	flowOf  func(*netem.Packet) string // names a packet's flow (NameFlows)
 	ifaces  int
 	taps    map[string]*Tap
 	scratch gopacket.SerializeBuffer
@@ -70,6 +85,24 @@ func NewWriter(w io.Writer) *Writer {
 		taps:    map[string]*Tap{},
 		scratch: gopacket.NewSerializeBuffer(),
 	}
+}
+
+// Describe sets the comment of the capture's section (Wireshark's Capture
+// File Properties): what the capture holds, such as its flows and their
+// ports. Call it before the first Tap; later it changes nothing.
+func (w *Writer) Describe(comment string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.section = comment
+}
+
+// NameFlows makes every packet name its flow: name returns it for a packet
+// ("" for none), and the packet carries the comment "flow NAME" beside its
+// fate. Call it before the links carry packets.
+func (w *Writer) NameFlows(name func(p *netem.Packet) string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flowOf = name
 }
 
 // Tap adds the interfaces "<link>-in" and "<link>-out" to the capture and
@@ -105,6 +138,7 @@ func (w *Writer) tap(link string, raw bool) (*Tap, error) {
 	if w.ng == nil {
 		opts := pcapgo.DefaultNgWriterOptions
 		opts.SectionInfo.Application = "latencylab netem/pcap"
+		opts.SectionInfo.Comment = w.section
 		ng, err := pcapgo.NewNgWriterInterface(w.out, in, opts)
 		if err != nil {
 			return nil, fmt.Errorf("pcap: %w", err)
@@ -261,7 +295,16 @@ func (w *Writer) write(iface int, at time.Time, p *netem.Packet, comment string,
 			return
 		}
 	}
-	if comment == "" {
+	comments := make([]string, 0, 2)
+	if comment != "" {
+		comments = append(comments, comment)
+	}
+	if w.flowOf != nil {
+		if name := w.flowOf(p); name != "" {
+			comments = append(comments, FlowPrefix+name)
+		}
+	}
+	if len(comments) == 0 {
 		ci := gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(frame), Length: len(frame), InterfaceIndex: iface}
 		w.err = w.ng.WritePacket(ci, frame)
 		return
@@ -272,7 +315,7 @@ func (w *Writer) write(iface int, at time.Time, p *netem.Packet, comment string,
 		w.err = err
 		return
 	}
-	w.block = appendCommentedEPB(w.block[:0], iface, at, frame, comment)
+	w.block = appendCommentedEPB(w.block[:0], iface, at, frame, comments)
 	_, w.err = w.out.Write(w.block)
 }
 
@@ -360,11 +403,15 @@ func appendISB(b []byte, iface int, at time.Time, comment string, received uint6
 	return le.AppendUint32(b, uint32(total))
 }
 
-// appendCommentedEPB encodes an Enhanced Packet Block with an opt_comment,
-// little-endian like the rest of NgWriter's section, with nanosecond
-// timestamps to match the interfaces' if_tsresol of 9.
-func appendCommentedEPB(b []byte, iface int, at time.Time, frame []byte, comment string) []byte {
-	optLen := 4 + len(comment) + pad4(len(comment)) + 4 // comment, then opt_endofopt
+// appendCommentedEPB encodes an Enhanced Packet Block with an opt_comment
+// per comment (the option may repeat), little-endian like the rest of
+// NgWriter's section, with nanosecond timestamps to match the interfaces'
+// if_tsresol of 9.
+func appendCommentedEPB(b []byte, iface int, at time.Time, frame []byte, comments []string) []byte {
+	optLen := 4 // opt_endofopt
+	for _, c := range comments {
+		optLen += 4 + len(c) + pad4(len(c))
+	}
 	total := 28 + len(frame) + pad4(len(frame)) + optLen + 4
 	le := binary.LittleEndian
 	ts := uint64(at.UnixNano())
@@ -377,7 +424,9 @@ func appendCommentedEPB(b []byte, iface int, at time.Time, frame []byte, comment
 	b = le.AppendUint32(b, uint32(len(frame)))
 	b = append(b, frame...)
 	b = append(b, make([]byte, pad4(len(frame)))...)
-	b = appendOption(b, optComment, []byte(comment))
+	for _, c := range comments {
+		b = appendOption(b, optComment, []byte(c))
+	}
 	b = appendOption(b, optEndOfOpt, nil)
 	return le.AppendUint32(b, uint32(total))
 }

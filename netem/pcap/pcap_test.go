@@ -110,3 +110,48 @@ func TestTapIPCapturesPacketsAsTheyAre(t *testing.T) {
 		require.Equal(t, []int{0, 1}, seen, "offered on up-in, delivered on up-out")
 	})
 }
+
+// A capture that names flows gives each packet a second comment, "flow
+// NAME", beside its fate (the option repeats in the block), and carries
+// the description as the section's comment; a packet no flow claims keeps
+// its fate alone.
+func TestNameFlows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		w := pcap.NewWriter(&buf)
+		w.Describe("flows: main; download")
+		w.NameFlows(func(p *netem.Packet) string {
+			if p.From.(*net.UDPAddr).Port == 6000 {
+				return "download"
+			}
+			return ""
+		})
+		tap, err := w.Tap("down")
+		require.NoError(t, err)
+		l, err := netem.NewLink(netem.LinkConfig{Name: "down", Tap: tap}, func(*netem.Packet) {})
+		require.NoError(t, err)
+		to := &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 6000}
+		require.NoError(t, l.Send(&netem.Packet{Data: []byte("d"), From: &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 6000}, To: to}))
+		require.NoError(t, l.Send(&netem.Packet{Data: []byte("x"), From: &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 7000}, To: to}))
+		time.Sleep(time.Millisecond)
+		require.NoError(t, l.Close())
+		require.NoError(t, w.Close())
+
+		out := buf.Bytes()
+		require.Equal(t, 2, bytes.Count(out, []byte(pcap.FlowPrefix+"download")), "on -in and on -out")
+		require.Equal(t, 2, bytes.Count(out, []byte(pcap.DeliveredPrefix)), "both packets' fates")
+		r, err := pcapgo.NewNgReader(bytes.NewReader(out), pcapgo.DefaultNgReaderOptions)
+		require.NoError(t, err)
+		require.Equal(t, "flows: main; download", r.SectionInfo().Comment)
+		n := 0
+		for {
+			_, _, err := r.ReadPacketData()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err, "the blocks with two comments read back")
+			n++
+		}
+		require.Equal(t, 4, n)
+	})
+}

@@ -1,0 +1,450 @@
+package tcplike
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Server sends what clients ask for: each connection's request names a
+// number of bytes (0: as many as the path takes, until the server
+// closes), sent under the server's congestion controller. It owns its
+// PacketConn.
+type Server struct {
+	conn net.PacketConn
+	cfg  Config
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	conns   map[connKey]*serverConn
+	stats   SenderStats
+	scratch []byte
+	closed  bool
+}
+
+type connKey struct {
+	peer string
+	id   uint32
+}
+
+// serverConn is one client connection as the server sees it.
+type serverConn struct {
+	peer   net.Addr
+	id     uint32
+	sender *sender // nil until the request came
+}
+
+// Serve starts serving on conn, which the Server then owns (Close closes
+// it).
+func Serve(conn net.PacketConn, cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{conn: conn, cfg: cfg, conns: map[connKey]*serverConn{}}
+	s.wg.Go(s.read)
+	return s, nil
+}
+
+// Close stops every connection, closes the PacketConn and waits for the
+// server's goroutine.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, c := range s.conns {
+		if c.sender != nil {
+			c.sender.finish()
+		}
+	}
+	s.mu.Unlock()
+	err := s.conn.Close()
+	s.wg.Wait()
+	return err
+}
+
+// Stats returns what the server's senders did so far.
+func (s *Server) Stats() SenderStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// locked runs f under the server's lock, unless it is closed.
+func (s *Server) locked(f func(now time.Time)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		f(time.Now())
+	}
+}
+
+// write sends a segment to the connection's peer, padded to size. A
+// failed write is a lost segment: the sender's timer recovers it, as
+// TCP's would.
+func (s *Server) write(c *serverConn, seg segment, size int) {
+	s.scratch = seg.encode(s.scratch, size)
+	_, _ = s.conn.WriteTo(s.scratch, c.peer)
+}
+
+func (s *Server) read() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := s.conn.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		seg, ok := decode(buf[:n])
+		if !ok {
+			continue
+		}
+		s.locked(func(now time.Time) { s.handle(now, from, seg) })
+	}
+}
+
+func (s *Server) handle(now time.Time, from net.Addr, seg segment) {
+	key := connKey{from.String(), seg.conn}
+	c := s.conns[key]
+	switch seg.typ {
+	case typeSYN:
+		if c == nil {
+			// A client fetches one object at a time: its earlier
+			// connections are over.
+			for k, old := range s.conns {
+				if k.peer == key.peer {
+					if old.sender != nil {
+						old.sender.finish()
+					}
+					delete(s.conns, k)
+				}
+			}
+			c = &serverConn{peer: from, id: seg.conn}
+			s.conns[key] = c
+		}
+		// The SYN-ACK carries the server's clock, which the request
+		// echoes: the first round trip measured.
+		s.write(c, segment{typ: typeSYNACK, conn: c.id, ts: now.UnixNano()}, synBytes)
+	case typeReq:
+		if c == nil || c.sender != nil {
+			return
+		}
+		c.sender = newSender(s, c, seg.seq)
+		if seg.ts > 0 {
+			// The handshake's round trip is the first sample, as TCP
+			// takes it from the SYN-ACK.
+			c.sender.sample(time.Duration(now.UnixNano() - seg.ts))
+		}
+		c.sender.transmit(now)
+	case typeAck:
+		if c != nil && c.sender != nil {
+			c.sender.onAck(now, seg)
+		}
+	}
+}
+
+// Client fetches from servers, one connection at a time. It owns its
+// PacketConn.
+type Client struct {
+	conn net.PacketConn
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	nextID  uint32
+	fetches map[uint32]*fetch
+	scratch []byte
+	closed  bool
+}
+
+// NewClient starts a client on conn, which it then owns (Close closes
+// it).
+func NewClient(conn net.PacketConn) *Client {
+	c := &Client{conn: conn, fetches: map[uint32]*fetch{}}
+	c.wg.Go(c.read)
+	return c
+}
+
+// Close ends every fetch, closes the PacketConn and waits for the
+// client's goroutine.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	for _, f := range c.fetches {
+		f.stop()
+	}
+	c.mu.Unlock()
+	err := c.conn.Close()
+	c.wg.Wait()
+	return err
+}
+
+// FetchResult is what one fetch measured.
+type FetchResult struct {
+	// Bytes is the payload delivered in order.
+	Bytes int64
+	// Started is when the SYN left, FirstByte when the first payload
+	// arrived in order and Done when the last did (zero when it did not).
+	Started, FirstByte, Done time.Time
+}
+
+// fetch is one connection as the client sees it.
+type fetch struct {
+	c      *Client
+	id     uint32
+	server net.Addr
+	size   int64
+	total  int64 // segments; -1 unbounded
+	// delivered is called with the payload's bytes as they arrive in
+	// order, under the client's lock.
+	delivered func(now time.Time, n int)
+
+	expected int64      // the next segment in order
+	ranges   [][2]int64 // received above expected, sorted, disjoint
+	res      FetchResult
+	echo     int64 // the server's clock from the SYN-ACK, echoed
+	state    int   // fetchSYN, fetchReq, fetchData
+	timer    *time.Timer
+	backoff  int
+	done     chan struct{}
+	finished bool
+}
+
+const (
+	fetchSYN = iota
+	fetchReq
+	fetchData
+)
+
+// Fetch asks server for size bytes (0: as many as it sends, until ctx
+// ends) over a new connection and returns once they all arrived, or when
+// ctx ends, with what arrived by then. delivered, when not nil, is called
+// with the bytes delivered in order as they arrive (from the client's
+// goroutine, briefly: it holds the client's lock).
+func (c *Client) Fetch(ctx context.Context, server net.Addr, size int64, delivered func(now time.Time, n int)) (FetchResult, error) {
+	if size < 0 {
+		return FetchResult{}, fmt.Errorf("tcplike: fetch of %d bytes", size)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return FetchResult{}, net.ErrClosed
+	}
+	c.nextID++
+	f := &fetch{c: c, id: c.nextID, server: server, size: size, total: -1, delivered: delivered, done: make(chan struct{})}
+	if size > 0 {
+		f.total = (size + MSS - 1) / MSS
+	}
+	// Earlier connections are over: their late segments find no fetch
+	// now (until then a finished fetch still acknowledges them).
+	for id, old := range c.fetches {
+		old.stop()
+		delete(c.fetches, id)
+	}
+	c.fetches[f.id] = f
+	now := time.Now()
+	f.res.Started = now
+	f.sendSYN(now)
+	c.mu.Unlock()
+
+	var err error
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := f.res
+	if err != nil {
+		f.stop()
+	}
+	return res, err
+}
+
+func (c *Client) write(to net.Addr, seg segment, size int) {
+	c.scratch = seg.encode(c.scratch, size)
+	_, _ = c.conn.WriteTo(c.scratch, to)
+}
+
+func (f *fetch) sendSYN(now time.Time) {
+	f.c.write(f.server, segment{typ: typeSYN, conn: f.id, ts: now.UnixNano()}, synBytes)
+	f.retryIn()
+}
+
+func (f *fetch) sendReq() {
+	f.c.write(f.server, segment{typ: typeReq, conn: f.id, seq: f.size, ts: f.echo}, requestBytes)
+	f.retryIn()
+}
+
+// retryIn arms the handshake's retransmission: 1 s, doubling (RFC 6298).
+func (f *fetch) retryIn() {
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	d := min(maxRTO, initialRTO<<f.backoff)
+	f.backoff = min(f.backoff+1, 10)
+	f.timer = time.AfterFunc(d, func() {
+		f.c.mu.Lock()
+		defer f.c.mu.Unlock()
+		if f.c.closed || f.finished {
+			return
+		}
+		switch f.state {
+		case fetchSYN:
+			f.sendSYN(time.Now())
+		case fetchReq:
+			// The request's first data is late: the request, or every
+			// segment sent for it, was lost.
+			f.sendReq()
+		}
+	})
+}
+
+func (f *fetch) stop() {
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	if !f.finished {
+		f.finished = true
+		close(f.done)
+	}
+}
+
+func (c *Client) read() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, err := c.conn.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		seg, ok := decode(buf[:n])
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		if f := c.fetches[seg.conn]; f != nil && !c.closed {
+			f.handle(time.Now(), seg)
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (f *fetch) handle(now time.Time, seg segment) {
+	switch seg.typ {
+	case typeSYNACK:
+		if f.state == fetchSYN {
+			f.state, f.backoff = fetchReq, 0
+		}
+		if f.state == fetchReq {
+			f.echo = seg.ts
+			f.sendReq()
+		}
+	case typeData:
+		if f.state != fetchData {
+			f.state = fetchData
+			if f.timer != nil {
+				f.timer.Stop()
+			}
+		}
+		f.data(now, seg)
+	}
+}
+
+// data takes a data segment and acknowledges it at once, with the SACK
+// blocks of what arrived above the hole: the block holding this segment
+// first, then the highest others (RFC 2018).
+func (f *fetch) data(now time.Time, seg segment) {
+	n := seg.seq
+	if f.total >= 0 && n >= f.total {
+		return
+	}
+	var first int = -1
+	switch {
+	case n == f.expected:
+		got := int64(seg.length)
+		f.expected++
+		for len(f.ranges) > 0 && f.ranges[0][0] == f.expected {
+			// The hole is filled: everything up to the range's end
+			// arrives in order now.
+			got += (f.ranges[0][1] - f.ranges[0][0]) * MSS
+			if f.total >= 0 && f.ranges[0][1] == f.total {
+				got += int64(f.lastPayload()) - MSS
+			}
+			f.expected = f.ranges[0][1]
+			f.ranges = f.ranges[1:]
+		}
+		f.deliver(now, got)
+	case n > f.expected:
+		first = f.insert(n)
+	}
+	blocks := make([][2]int64, 0, maxSACK)
+	if first >= 0 {
+		blocks = append(blocks, f.ranges[first])
+	}
+	for i := len(f.ranges) - 1; i >= 0 && len(blocks) < maxSACK; i-- {
+		if i != first {
+			blocks = append(blocks, f.ranges[i])
+		}
+	}
+	f.c.write(f.server, segment{typ: typeAck, conn: f.id, seq: f.expected, ts: seg.ts, blocks: blocks}, ackSize(len(blocks)))
+	if f.total >= 0 && f.expected >= f.total && !f.finished {
+		f.res.Done = now
+		f.stop()
+	}
+}
+
+// lastPayload is the last segment's payload.
+func (f *fetch) lastPayload() int {
+	if r := int(f.size % MSS); r != 0 {
+		return r
+	}
+	return MSS
+}
+
+// deliver counts payload that arrived in order.
+func (f *fetch) deliver(now time.Time, n int64) {
+	if n <= 0 {
+		return
+	}
+	if f.res.FirstByte.IsZero() {
+		f.res.FirstByte = now
+	}
+	f.res.Bytes += n
+	if f.delivered != nil {
+		f.delivered(now, int(n))
+	}
+}
+
+// insert records segment n above the hole and returns the index of the
+// range holding it.
+func (f *fetch) insert(n int64) int {
+	for i := range f.ranges {
+		r := &f.ranges[i]
+		switch {
+		case n >= r[0] && n < r[1]:
+			return i // a duplicate
+		case n == r[1]:
+			r[1]++
+			if i+1 < len(f.ranges) && f.ranges[i+1][0] == r[1] {
+				r[1] = f.ranges[i+1][1]
+				f.ranges = append(f.ranges[:i+1], f.ranges[i+2:]...)
+			}
+			return i
+		case n+1 == r[0]:
+			r[0] = n
+			return i
+		case n < r[0]:
+			f.ranges = append(f.ranges[:i], append([][2]int64{{n, n + 1}}, f.ranges[i:]...)...)
+			return i
+		}
+	}
+	f.ranges = append(f.ranges, [2]int64{n, n + 1})
+	return len(f.ranges) - 1
+}
