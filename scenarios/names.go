@@ -25,7 +25,8 @@ var JitterDistributions = []string{"uniform", "normal", "pareto-normal"}
 
 // ControllerKinds are the bitrate controllers a scenario can ask for:
 // a fixed bitrate, scripted steps, NuviraHub's adaptive bitrate (N10) and
-// the delay-based part of Google Congestion Control.
+// Google Congestion Control (draft-ietf-rmcat-gcc-02: its delay-based and
+// loss-based halves).
 var ControllerKinds = []string{"fixed", "steps", "abr", "gcc"}
 
 // Paths are the connection strategies of path.connect (or of path written

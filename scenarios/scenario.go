@@ -403,7 +403,7 @@ type Clock struct {
 // the controller's defaults (for the ABR, those of finding N10).
 type Controller struct {
 	// Kind is "fixed", "steps", "abr" (NuviraHub's adaptive bitrate, N10)
-	// or "gcc" (the delay-based part of Google Congestion Control).
+	// or "gcc" (Google Congestion Control, both halves of its draft).
 	Kind string `yaml:"kind" expected:"a controller kind: {names}" names:"kinds"`
 	// Bitrate is the fixed bitrate, or the initial one, in bits/s.
 	Bitrate int64 `yaml:"bitrate" format:"rate,custom"`
