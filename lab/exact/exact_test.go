@@ -203,3 +203,13 @@ controller: {bitrate: 4Mbit/s}
 	require.NoError(t, err)
 	check("native", native)
 }
+
+// A scenario with the real encoder is refused before any instance starts,
+// saying why and where it runs instead.
+func TestRealEncoderRunsNativelyOnly(t *testing.T) {
+	sc := &scenarios.Scenario{Name: "real", Agent: scenarios.Agent{Encoder: "openh264-real"}}
+	err := Supports(sc)
+	require.ErrorIs(t, err, ErrNative)
+	require.ErrorContains(t, err, "WebAssembly, which cannot run cgo: run it natively")
+	require.NoError(t, Supports(&scenarios.Scenario{Name: "model", Agent: scenarios.Agent{Encoder: "openh264-asm"}}))
+}
