@@ -26,10 +26,14 @@ import (
 	// linked here, every preset a configuration can name is one the agent
 	// can build.
 	_ "github.com/nuvirahub/latencylab/agent/encoder/lossless"
+	// So does OpenH264, the real H.264 encoder ("openh264-real", ...).
+	_ "github.com/nuvirahub/latencylab/agent/encoder/openh264"
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/agent/screen/paint"
 	"github.com/nuvirahub/latencylab/internal/clock"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/wire"
+	"github.com/nuvirahub/latencylab/internal/yuv"
 )
 
 // Defaults of Config.
@@ -81,6 +85,12 @@ type Config struct {
 	// where it waits until the encoder is free. Off (the fix), the agent
 	// waits for the encoder first and then takes the most recent image.
 	OldCaptureFirst bool
+	// OnPicture, when set, is told the picture every frame encodes, with
+	// the frame's sequence number, when the encoder takes real pixels (an
+	// encoder.PixelEncoder): what the lab judges the viewer's decoded
+	// picture against. The picture is the receiver's to keep, not to
+	// change.
+	OnPicture func(seq uint64, pic *yuv.I420)
 }
 
 // Counters are what an agent did, for the lab.
@@ -103,6 +113,7 @@ type Agent struct {
 	cfg      Config
 	capturer *capture.Capturer
 	enc      encoder.Encoder
+	painter  *paint.Painter // for an encoder of real pixels, else nil
 	probe    encoder.Attempts
 	epoch    time.Time
 
@@ -173,6 +184,17 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if a.enc, a.probe, err = encoder.Probe(hardware, fallback); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if pe, ok := a.enc.(encoder.PixelEncoder); ok {
+		// The encoder takes pixels: the screen's versions are painted.
+		v, ok := cfg.Screen.(paint.Versions)
+		if !ok {
+			return nil, fmt.Errorf("agent: %s encodes real pixels, and the screen (%T) cannot say what to paint", pe.Name(), cfg.Screen)
+		}
+		w, h := pe.PictureSize()
+		if a.painter, err = paint.New(cfg.Seed, v, paint.Config{Width: w, Height: h}); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 	}
 	return a, nil
 }

@@ -11,12 +11,14 @@ import (
 	"github.com/nuvirahub/latencylab/internal/clock"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/wire"
+	"github.com/nuvirahub/latencylab/internal/yuv"
 )
 
 // Skip reasons recorded in the ground truth and the counters.
 const (
 	SkipSendCap     = "send-cap"            // too many bytes unacknowledged (N8)
 	SkipUnavailable = "encoder-unavailable" // the encoder is restarting (N16)
+	SkipRateControl = "rate-control"        // a real encoder's rate control dropped the image
 )
 
 // pipeline is one run of the agent's capture-encode-send loop.
@@ -27,6 +29,22 @@ type pipeline struct {
 
 	lastNew time.Time // when the last new image finished encoding
 	passes  int       // refinement passes since then
+	lastPic *yuv.I420 // the picture encoded last, for an encoder of pixels
+}
+
+// input is what the encoder gets for a captured image: for an encoder of
+// real pixels, the image painted (a copy: the encoder and the judge of
+// the viewer's picture keep it).
+func (p *pipeline) input(f *capture.Frame) (encoder.Input, error) {
+	in := encoder.Input{Image: f.Image, Delta: f.Delta}
+	if pt := p.agent.painter; pt != nil {
+		pic, err := pt.Paint(f.Image.Version)
+		if err != nil {
+			return in, err
+		}
+		in.Picture = pic.Clone()
+	}
+	return in, nil
 }
 
 // wait sleeps until t; false if the session ended first.
@@ -88,13 +106,17 @@ func (p *pipeline) run(ctx context.Context) {
 		f := a.capturer.Grab()
 		if f.New {
 			conv := a.capturer.Convert()
-			fr, err := a.enc.Encode(encoder.Input{Image: f.Image, Delta: f.Delta})
+			in, err := p.input(&f)
+			var fr encoder.Frame
+			if err == nil {
+				fr, err = a.enc.Encode(in)
+			}
 			if err != nil {
 				a.capturer.Rewind(prev) // the changes are still to be sent
 				p.encodeFailed(ctx, err)
 				continue
 			}
-			p.emit(ctx, &f, &conv, fr)
+			p.emit(ctx, &f, &conv, fr, in.Picture)
 			continue // the encoder is free again: look for a newer image at once
 		}
 		if _, due := p.refineDue(time.Now()); due {
@@ -157,11 +179,15 @@ func (p *pipeline) runCaptureFirst(ctx context.Context) {
 		case f := <-images:
 			p.prepare()
 			conv := a.capturer.Convert()
-			fr, err := a.enc.Encode(encoder.Input{Image: f.Image, Delta: f.Delta})
+			in, err := p.input(&f)
+			var fr encoder.Frame
+			if err == nil {
+				fr, err = a.enc.Encode(in)
+			}
 			if err != nil {
 				p.encodeFailed(ctx, err)
 			} else {
-				p.emit(ctx, &f, &conv, fr)
+				p.emit(ctx, &f, &conv, fr, in.Picture)
 			}
 		case <-refine:
 			p.prepare()
@@ -177,9 +203,12 @@ func (p *pipeline) runCaptureFirst(ctx context.Context) {
 // restart (N16) the image freezes; the frame is skipped and retried at the
 // next refresh.
 func (p *pipeline) encodeFailed(ctx context.Context, err error) {
-	if errors.Is(err, encoder.ErrUnavailable) {
+	switch {
+	case errors.Is(err, encoder.ErrUnavailable):
 		p.skip(SkipUnavailable)
-	} else {
+	case errors.Is(err, encoder.ErrSkipped):
+		p.skip(SkipRateControl)
+	default:
 		p.skip(err.Error())
 	}
 	wait(ctx, p.nextTick(time.Now()))
@@ -195,11 +224,12 @@ func (p *pipeline) refine(ctx context.Context) {
 		p.encodeFailed(ctx, err)
 		return
 	}
-	p.emit(ctx, nil, nil, fr)
+	p.emit(ctx, nil, nil, fr, p.lastPic)
 }
 
-// emit records a frame's ground truth and sends it.
-func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Conversion, fr encoder.Frame) {
+// emit records a frame's ground truth and sends it. pic is the picture it
+// encodes, for an encoder of real pixels.
+func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Conversion, fr encoder.Frame, pic *yuv.I420) {
 	a := p.agent
 	a.mu.Lock()
 	a.seq++
@@ -241,5 +271,11 @@ func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Con
 			g.ConvertStart, g.ConvertEnd = conv.Start, conv.End
 		}
 	})
-	p.sender.send(ctx, h)
+	if pic != nil {
+		p.lastPic = pic
+		if a.cfg.OnPicture != nil {
+			a.cfg.OnPicture(seq, pic)
+		}
+	}
+	p.sender.send(ctx, h, fr.Data)
 }

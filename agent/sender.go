@@ -61,7 +61,9 @@ func (s *sender) unackedBytes() int {
 }
 
 // send writes a frame of payload bytes after its header, on a new stream.
-func (s *sender) send(ctx context.Context, h wire.FrameHeader) {
+// data is the payload of an encoder of real pixels (h.Payload bytes); nil
+// for a model's frame, whose payload stands for coded video.
+func (s *sender) send(ctx context.Context, h wire.FrameHeader, data []byte) {
 	total := wire.FrameHeaderSize + int(h.Payload)
 	now := time.Now()
 	s.mu.Lock()
@@ -80,10 +82,12 @@ func (s *sender) send(ctx context.Context, h wire.FrameHeader) {
 			s.ack(h.Seq) // never sent: no Ack will come for it
 			return       // the session is ending
 		}
-		// The payload stands for coded video; its content does not matter,
-		// only its size and the instants it crosses the network.
+		// A model's payload stands for coded video; its content does not
+		// matter, only its size and the instants it crosses the network.
+		// A real encoder's is its bitstream, which the viewer decodes.
 		buf := make([]byte, total)
 		wire.AppendFrameHeader(buf[:0], h)
+		copy(buf[wire.FrameHeaderSize:], data)
 		if _, err := st.Write(buf); err != nil {
 			st.CancelWrite(0)
 			s.ack(h.Seq) // the viewer drops a reset frame without an Ack

@@ -289,12 +289,26 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	decisions := newDecisionFeed(s.Metrics, acfg.Controller)
 	targets := &targetRecorder{Controller: acfg.Controller, metrics: s.Metrics}
 	acfg.Controller = targets
+	pics := &capturedPictures{}
+	if acfg.OnPicture == nil {
+		acfg.OnPicture = pics.put
+	}
 	ag, err := agent.New(acfg)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	vcfg := s.Viewer
 	vcfg.Seed, vcfg.Recorder = s.Seed, rec
+	if pe, ok := ag.Encoder().(encoder.PixelEncoder); ok && vcfg.Decoder == nil {
+		// Real bitstreams: the viewer decodes them, and the lab judges
+		// what it shows (realcodec.go).
+		j, err := newJudge(pe, pics)
+		if err != nil {
+			return nil, err
+		}
+		defer j.close()
+		vcfg.Decoder = j
+	}
 	vcfg.Clock = clock.New(s.ViewerClock.Offset, s.ViewerClock.DriftPPM, start)
 	vw, err := viewer.New(vcfg)
 	if err != nil {

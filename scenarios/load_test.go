@@ -75,7 +75,7 @@ controller: {kind: steps, steps: [{at: 1s, bitrate: 1Mbit/s}]}
 
 	_, err = Parse("lib/b.yaml", []byte("name: b\ndescription: d\nexpect: [{measure: fps, min: 50}]\n"), []byte("duration: 0s\nagent: {encoder: nvenc}\n"))
 	require.EqualError(t, err, "lib/defaults.yaml:1: duration: 0s out of range: expected a duration above 0s\n"+
-		"lib/defaults.yaml:2: agent.encoder: nvenc is a hardware preset: list it under hardware; encoder takes a software preset, one of busy-pc, lossless-hextile, lossless-tile, lossless-zrle, openh264, openh264-asm")
+		"lib/defaults.yaml:2: agent.encoder: nvenc is a hardware preset: list it under hardware; encoder takes a software preset, one of busy-pc, lossless-hextile, lossless-tile, lossless-zrle, openh264, openh264-asm, openh264-real, openh264-real-1080p, openh264-real-noskip")
 
 	_, err = Parse("lib/c.yaml", []byte("name: c\ndescription: d\n"), []byte("name: x\nduration: 1s\n"))
 	require.EqualError(t, err, "lib/defaults.yaml:1: name: a name cannot be a default: every scenario names itself")

@@ -99,6 +99,10 @@ type EncoderPreset struct {
 	// Lossless marks a real lossless codec, whose encode time and bitrate
 	// are not the scenario's to set.
 	Lossless bool
+	// Missing, when not empty, says why this build cannot run the preset
+	// (a real encoder whose library or cgo is absent): a scenario naming
+	// it is refused with this reason.
+	Missing string
 }
 
 var encoders struct {
@@ -139,6 +143,17 @@ func isLossless(preset string) bool {
 	defer encoders.RUnlock()
 	i := slices.IndexFunc(encoders.presets, func(p EncoderPreset) bool { return p.Name == preset })
 	return i >= 0 && encoders.presets[i].Lossless
+}
+
+// presetMissing says why this build cannot run a preset, "" when it can.
+func presetMissing(preset string) string {
+	encoders.RLock()
+	defer encoders.RUnlock()
+	i := slices.IndexFunc(encoders.presets, func(p EncoderPreset) bool { return p.Name == preset })
+	if i < 0 {
+		return ""
+	}
+	return encoders.presets[i].Missing
 }
 
 func presetsWhere(hardware bool) []string {

@@ -530,6 +530,8 @@ var Measurements = []Measurement{
 	{"bitrate.sent", UnitRate, "the video handed to QUIC in the 250 ms (the result's sample period) before the instant `at`, per second (not windowed)"},
 	{"bitrate.capacity-correlation", UnitCorrelation, "Pearson correlation of the target bitrate with the downlink's capacity, each averaged over consecutive periods of `every` (those with the downlink capped)"},
 	{"quality.final", UnitFraction, "quality figure of the last frame displayed (N15)"},
+	{"quality.psnr.median", UnitRatio, "median quality shown, in dB: the luma PSNR of the viewer's decoded picture against the captured one, over the frames displayed (a real encoder, openh264-real)"},
+	{"quality.psnr.min", UnitRatio, "lowest of the same"},
 	{"refinements", UnitCount, "refinement passes sent (N15)"},
 	{"utilisation", UnitFraction, "video bytes delivered / link capacity over the window (rate-capped links)"},
 	{"utilisation.sent", UnitShare, "video bytes handed to QUIC / the downlink's capacity over the window (rate-capped links); above 100% when the video outran the link"},

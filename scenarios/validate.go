@@ -337,6 +337,9 @@ func (v validator) agent() {
 			v.rep("agent.encoder", nil, msg)
 		}
 	}
+	if why := presetMissing(a.Encoder); why != "" {
+		v.errf("agent.encoder", nil, "%s cannot run in this build: %s", a.Encoder, why)
+	}
 	v.dist("agent.encode_time", a.EncodeTime)
 	if isLossless(a.Encoder) {
 		// A real codec's encode time is a model of its measured

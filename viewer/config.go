@@ -47,6 +47,11 @@ type Config struct {
 	// Decode is how long decoding a frame takes. Unset (the zero value):
 	// a constant DefaultDecode. dist.Constant(0) decodes instantly.
 	Decode dist.Duration
+	// Decoder, when set, is a real decoder behind the decoder model: it
+	// gets every frame's payload, in the order the model decodes them, and
+	// judges the picture the viewer then shows. The model still decides
+	// when decoding ends (Decode), so a session stays in virtual time.
+	Decoder FrameDecoder
 
 	// Refresh is the display's vsync interval: a present starts only on a
 	// refresh tick (ticks are counted from the start of Run). 0 means no

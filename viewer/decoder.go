@@ -50,6 +50,24 @@ func (q *frameQueue) pop(ctx context.Context) (*frame, bool) {
 	}
 }
 
+// FrameDecoder is a real decoder the decoder model drives (Config.Decoder).
+type FrameDecoder interface {
+	// Decode decodes one frame's payload and judges the picture shown
+	// after it.
+	Decode(seq uint64, payload []byte) (Decoded, error)
+}
+
+// Decoded is what a real decoder made of a frame.
+type Decoded struct {
+	// PSNR is the quality shown: the picture on the screen after this
+	// frame against the picture the agent captured for it, in dB
+	// (yuv.PSNR); 0 when it could not be judged.
+	PSNR float64
+	// NeedKeyframe: the decoder cannot go on correctly without a keyframe
+	// (a frame before this one never reached it).
+	NeedKeyframe bool
+}
+
 // decodeLoop is the decoder model: one frame at a time, in arrival order,
 // each costing a duration drawn from Config.Decode. With the N8 fix, a frame
 // older than one already decoded is dropped ("late") instead of decoded:
@@ -72,7 +90,15 @@ func (v *Viewer) decodeLoop(ctx context.Context, cost *dist.Sampler) {
 			return
 		}
 		done := time.Now()
-		v.cfg.Recorder.Update(f.h.Seq, func(g *groundtruth.Frame) { g.Decoded = done })
+		var shown Decoded
+		if dec := v.cfg.Decoder; dec != nil {
+			var err error
+			if shown, err = dec.Decode(f.h.Seq, f.payload); err != nil || shown.NeedKeyframe {
+				v.requestKeyframe()
+			}
+			f.payload = nil
+		}
+		v.cfg.Recorder.Update(f.h.Seq, func(g *groundtruth.Frame) { g.Decoded, g.PSNR = done, shown.PSNR })
 		v.counters.add(func(c *Counters) { c.Decoded++ })
 		newest = max(newest, f.h.Seq)
 		v.screen.decoded(f)

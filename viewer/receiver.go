@@ -26,6 +26,8 @@ const (
 type frame struct {
 	h     wire.FrameHeader
 	bytes int // header and payload
+	// payload is the frame's bitstream, kept only for a real decoder.
+	payload []byte
 	// arrived is the true instant the last byte was read; arrivedLocal
 	// the same on the viewer's clock, for the network part (N12).
 	arrived, arrivedLocal time.Time
@@ -73,7 +75,17 @@ func (v *Viewer) receive(ctx context.Context, s *quic.ReceiveStream) {
 		v.requestKeyframe()
 		return
 	}
-	m, err := io.CopyN(io.Discard, s, int64(h.Payload))
+	var payload []byte
+	var m int64
+	if v.cfg.Decoder != nil {
+		// A real decoder needs the bitstream itself.
+		payload = make([]byte, h.Payload)
+		var k int
+		k, err = io.ReadFull(s, payload)
+		m = int64(k)
+	} else {
+		m, err = io.CopyN(io.Discard, s, int64(h.Payload))
+	}
 	v.counters.add(func(c *Counters) { c.Bytes += m })
 	if err != nil {
 		v.broken(h.Seq, err)
@@ -81,7 +93,7 @@ func (v *Viewer) receive(ctx context.Context, s *quic.ReceiveStream) {
 	}
 
 	now := time.Now()
-	f := &frame{h: h, bytes: wire.FrameHeaderSize + int(h.Payload), arrived: now, arrivedLocal: v.clock.At(now)}
+	f := &frame{h: h, bytes: wire.FrameHeaderSize + int(h.Payload), payload: payload, arrived: now, arrivedLocal: v.clock.At(now)}
 	v.counters.add(func(c *Counters) { c.Received++ })
 	v.cfg.Recorder.Update(h.Seq, func(g *groundtruth.Frame) { g.Arrived = now })
 	if h.Keyframe() {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/yuv"
 )
 
 // Encoder is a video encoder session. Encode, Refine, SetBitrate, Open and
@@ -64,6 +65,10 @@ type Input struct {
 	// Delta.From is not that version, the encoder cannot know what the
 	// viewer has and sends a keyframe.
 	Delta screen.Delta
+	// Picture is the image's pixels, for an encoder that takes them (a
+	// PixelEncoder; the agent paints them only for one), nil otherwise.
+	// The encoder may keep it (for Refine) but not change it.
+	Picture *yuv.I420
 }
 
 // Frame is one encoded frame and what it cost.
@@ -74,6 +79,9 @@ type Frame struct {
 	Version uint64
 	// Bytes is the frame's size on the wire.
 	Bytes int
+	// Data is the frame's bitstream, Bytes long, from an encoder of real
+	// pixels (a PixelEncoder); nil from a model, whose frames are sizes.
+	Data []byte
 	// Keyframe tells whether the frame encodes the whole image on its own.
 	Keyframe bool
 	// Pass is 0 for a frame of new content and n for the n-th refinement

@@ -60,10 +60,14 @@ type part struct {
 	r          cellRect
 	mask       [rowWords]uint64 // the columns x0..x1 of every row
 	complexity float64
+	// source and phase say what made it, for a painter (Model.Version):
+	// the source's kind and the phase's index, -1 for the desktop.
+	source string
+	phase  int
 }
 
 func newPart(r Rect, complexity float64) part {
-	p := part{r: toCells(r), complexity: complexity}
+	p := part{r: toCells(r), complexity: complexity, phase: -1}
 	for x := p.r.x0; x < p.r.x1; x++ {
 		p.mask[x/64] |= 1 << (x % 64)
 	}

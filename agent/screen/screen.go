@@ -6,7 +6,9 @@
 // There are no pixels. A version of the screen is described by what the
 // encoder's cost depends on: which part of the screen changed (tracked on a
 // grid of Cols x Rows cells, so that the union of several changes is exact)
-// and how much detail the new content has (its complexity, 0 to 1).
+// and how much detail the new content has (its complexity, 0 to 1). For the
+// encoders that take real pixels, agent/screen/paint paints each version
+// from its regions (Model.Version).
 //
 // The content is a function of time only. The changes of every source are
 // drawn in order from a source seeded by the run's seed and the phase, and a
@@ -120,6 +122,7 @@ var ErrConfig = errors.New("screen: bad configuration")
 
 type phase struct {
 	at   time.Duration
+	kind string
 	next func() (Change, bool)
 }
 
@@ -179,11 +182,13 @@ func New(seed uint64, cfg Config) (*Model, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: phase %d (%s): %w", ErrConfig, i, ph.Source.Kind(), err)
 		}
-		m.phases = append(m.phases, phase{at: ph.At, next: next})
+		m.phases = append(m.phases, phase{at: ph.At, kind: ph.Source.Kind(), next: next})
 	}
 	// Version 1 is the desktop as the session finds it: the whole screen is
 	// new to a viewer that has nothing.
-	m.pending = &event{img: Image{At: 0}, parts: []part{newPart(Rect{0, 0, 1, 1}, cfg.Desktop)}}
+	desktop := newPart(Rect{0, 0, 1, 1}, cfg.Desktop)
+	desktop.source = SourceDesktop
+	m.pending = &event{img: Image{At: 0}, parts: []part{desktop}}
 	return m, nil
 }
 
@@ -230,6 +235,7 @@ func (m *Model) pull() (time.Duration, []part, bool) {
 		parts := make([]part, 0, len(c.Regions))
 		for _, r := range c.Regions {
 			if p := newPart(r, c.Complexity); p.r.cells() > 0 {
+				p.source, p.phase = ph.kind, m.cur
 				parts = append(parts, p)
 			}
 		}
@@ -370,6 +376,50 @@ func (m *Model) Since(prev uint64, t time.Duration) (Image, Delta) {
 	d.Changed = float64(u.cells) / nCells
 	d.Complexity = u.mean()
 	return img, d
+}
+
+// SourceDesktop is the Source of the desktop's region (Model.Version): the
+// whole screen as the session finds it, version 1.
+const SourceDesktop = "desktop"
+
+// Region is one part of a version's change as the model tracks it, for a
+// painter that turns versions into pixels (agent/screen/paint): a rectangle
+// of grid cells, what made it and the detail of its new content.
+type Region struct {
+	// X0, Y0, X1, Y1 bound the region in grid cells, half-open: columns
+	// X0 to X1-1 of Cols, rows Y0 to Y1-1 of Rows.
+	X0, Y0, X1, Y1 int
+	// Complexity is the detail of the new content, 0 to 1.
+	Complexity float64
+	// Source is the kind of the source that made it ("animation",
+	// "typing", ...), or SourceDesktop for version 1.
+	Source string
+	// Phase is the index of the timeline phase that made it, -1 for the
+	// desktop.
+	Phase int
+}
+
+// Full tells whether the region is the whole screen.
+func (r Region) Full() bool { return r.X0 == 0 && r.Y0 == 0 && r.X1 == Cols && r.Y1 == Rows }
+
+// Version returns a version of the screen and the regions that made it, in
+// the order they were painted (a later region covers an earlier one where
+// they overlap); false for a version not presented yet. A full-screen
+// region hides every region before it in the same version, so none is
+// listed before it.
+func (m *Model) Version(v uint64) (Image, []Region, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v == 0 || v > uint64(len(m.events)) {
+		return Image{}, nil, false
+	}
+	ev := &m.events[v-1]
+	out := make([]Region, len(ev.parts))
+	for i, p := range ev.parts {
+		out[i] = Region{X0: p.r.x0, Y0: p.r.y0, X1: p.r.x1, Y1: p.r.y1,
+			Complexity: p.complexity, Source: p.source, Phase: p.phase}
+	}
+	return ev.img, out, true
 }
 
 // Next implements Screen.

@@ -19,6 +19,10 @@ type Frame struct {
 	Keyframe bool
 	Bytes    int
 	Quality  float64 // the encoder's figure, 0-1
+	// PSNR is the quality shown, with a real decoder: the viewer's
+	// picture after this frame against the one captured for it, in dB;
+	// 0 when nothing judged it.
+	PSNR float64
 	// ContentAt is when the captured content appeared on the screen.
 	ContentAt time.Time
 	// Captured is the instant the image was taken (the capture time the

@@ -47,12 +47,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
 	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/lab/sessionproc/guest"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -166,6 +168,9 @@ func Build(ctx context.Context, root string) ([]byte, error) {
 // Wall the session's wall time as the host saw it (the instance's clock is
 // not the wall's).
 func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (sessionproc.Result, error) {
+	if err := Supports(sc); err != nil {
+		return sessionproc.Result{}, err
+	}
 	item, err := sessionproc.NewItem(sc)
 	if err != nil {
 		return sessionproc.Result{}, err
@@ -204,6 +209,23 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (sessionproc.R
 	}
 	res.Wall = wall
 	return res, nil
+}
+
+// ErrNative: the scenario needs what only a native process has.
+var ErrNative = errors.New("exact: the scenario runs natively only")
+
+// Supports says whether a scenario can run as an exact session: one whose
+// encoder is a real one (OpenH264, through cgo) cannot, since the guest is
+// WebAssembly, which has no cgo. It runs natively (go test, lab run, the
+// jobs without -exact), where the real encoder's session is the same from
+// run to run in what the encoder and decoder decide (lab's
+// TestRealDeterministic).
+func Supports(sc *scenarios.Scenario) error {
+	if slices.Contains(openh264.Presets(), sc.Agent.Encoder) {
+		return fmt.Errorf("%w: %s names agent.encoder %s, OpenH264 through cgo, and exact sessions run in WebAssembly, which cannot run cgo: run it natively (go test, lab run, or the jobs without -exact)",
+			ErrNative, sc.Name, sc.Agent.Encoder)
+	}
+	return nil
 }
 
 // Close releases the runtime.

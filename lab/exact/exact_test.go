@@ -227,3 +227,13 @@ func TestTrafficSameSeedSameResult(t *testing.T) {
 	}
 	require.Equal(t, string(runs[0]), string(runs[1]))
 }
+
+// A scenario with the real encoder is refused before any instance starts,
+// saying why and where it runs instead.
+func TestRealEncoderRunsNativelyOnly(t *testing.T) {
+	sc := &scenarios.Scenario{Name: "real", Agent: scenarios.Agent{Encoder: "openh264-real"}}
+	err := Supports(sc)
+	require.ErrorIs(t, err, ErrNative)
+	require.ErrorContains(t, err, "WebAssembly, which cannot run cgo: run it natively")
+	require.NoError(t, Supports(&scenarios.Scenario{Name: "model", Agent: scenarios.Agent{Encoder: "openh264-asm"}}))
+}

@@ -187,6 +187,10 @@ func OfWith(r *result.Run, name string, from, to time.Duration, p Params) (float
 		return float64(b), err
 	case "quality.final":
 		return w.qualityFinal()
+	case "quality.psnr.median":
+		return w.psnrQuantile(0.5)
+	case "quality.psnr.min":
+		return w.psnrQuantile(0)
 	case "refinements":
 		return float64(w.refinements()), nil
 	case "utilisation":
@@ -438,6 +442,22 @@ func (w window) qualityFinal() (float64, error) {
 		return 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, w.to)
 	}
 	return disp[n-1].Quality, nil
+}
+
+// psnrQuantile is a quantile of the quality shown (PSNR, dB) of the frames
+// displayed in the window that a real decoder judged.
+func (w window) psnrQuantile(p float64) (float64, error) {
+	var db []float64
+	for _, f := range w.displayedFrames() {
+		if f.PSNR > 0 {
+			db = append(db, f.PSNR)
+		}
+	}
+	if len(db) == 0 {
+		return 0, fmt.Errorf("%w: no frame displayed in %v with a quality shown (a real encoder and decoder judge it: agent.encoder openh264-real)", ErrNoData, w)
+	}
+	slices.Sort(db)
+	return quantile.Nearest(db, p), nil
 }
 
 func (w window) refinements() int {

@@ -34,8 +34,10 @@ const ms = time.Millisecond
 // network changes at 1 s in both directions and at 2.2 s downstream; the
 // downlink is capped at 100 kbit/s in [0, 1 s) and 50 kbit/s in [2 s, 3 s).
 func handmade() *result.Run {
+	// The quality shown, dB (a real decoder's; frame 5 was not judged).
+	psnr := map[uint64]float64{1: 30, 2: 35, 3: 40, 4: 20, 6: 45, 7: 38}
 	frame := func(seq uint64, capt, sent, arr, disp, est time.Duration, bytes int, q float64, pass int) result.FrameRecord {
-		f := result.FrameRecord{Seq: seq, Pass: pass, Bytes: bytes, Quality: q,
+		f := result.FrameRecord{Seq: seq, Pass: pass, Bytes: bytes, Quality: q, PSNR: psnr[seq],
 			Captured: capt * ms, EncodeEnd: sent * ms, Sent: sent * ms, Arrived: arr * ms, Displayed: disp * ms,
 			Network: (arr - sent) * ms, Estimate: est * ms}
 		if disp > 0 {
@@ -126,6 +128,13 @@ func TestMeasureKnownAnswers(t *testing.T) {
 		{"quality.final", 0, 0, 0.95},
 		{"quality.final", 0, 2 * s, 0.9},
 		{"quality.final", s, 1500 * ms, 0.7}, // still on the screen from before
+		// Displayed and judged in [0, 2 s): 30 35 40 45 dB (frame 4 was
+		// dropped, frame 5 not judged); from 1.5 s: 45 38.
+		{"quality.psnr.median", 0, 2 * s, 35},
+		{"quality.psnr.min", 0, 2 * s, 30},
+		{"quality.psnr.median", 0, 0, 38},
+		{"quality.psnr.median", 1500 * ms, 0, 38},
+		{"quality.psnr.min", 1500 * ms, 0, 38},
 		{"refinements", 0, 0, 2},
 		{"refinements", 0, 1600 * ms, 1},
 		// Capped in [0, 1 s) (80000 bits arrived, 100000 possible) and in

@@ -211,6 +211,11 @@ type FrameRecord struct {
 	Keyframe bool    `json:"keyframe,omitempty"`
 	Bytes    int     `json:"bytes"` // the encoded frame, without the lab's frame header
 	Quality  float64 `json:"quality"`
+	// PSNR is the quality shown, with a real encoder and decoder: the
+	// viewer's picture after decoding this frame against the picture
+	// the agent captured for it, luma PSNR in dB (100 for identical
+	// pictures); absent for a model's frame and a frame not decoded.
+	PSNR float64 `json:"psnr_db,omitempty"`
 	// Captured, EncodeEnd, Sent, Arrived and Displayed are the frame's
 	// true instants.
 	Captured  time.Duration `json:"captured_ns"`

@@ -3,6 +3,10 @@
 // P-frames that change a chosen percentage of the previous frame's pixels as
 // scattered points, solid blocks, scattered noise or one block of noise.
 //
+// It also owns the Painter, the text and photo content that the lossless
+// encoders paint the screen model's changes with and the screen painter
+// (agent/screen/paint) paints its textures with.
+//
 // Every frame is a pure function of its arguments: the only randomness is a
 // math/rand/v2 PCG seeded from the seed argument, so a benchmark run can be
 // repeated byte for byte and every codec sees exactly the same screens.

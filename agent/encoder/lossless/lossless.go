@@ -36,6 +36,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/codec/dirty"
+	"github.com/nuvirahub/latencylab/agent/codec/frames"
 	"github.com/nuvirahub/latencylab/agent/codec/hextile"
 	"github.com/nuvirahub/latencylab/agent/codec/tile"
 	"github.com/nuvirahub/latencylab/agent/codec/zrle"
@@ -53,6 +54,17 @@ const (
 	CodecHextile = "hextile"
 	// CodecZRLE is VNC ZRLE at zlib's default level (E12).
 	CodecZRLE = "zrle"
+)
+
+// PhotoDetail is the detail from which a change is painted as a photo
+// rather than as text (frames.PhotoDetail).
+const PhotoDetail = frames.PhotoDetail
+
+// The content kinds the time model charges separately.
+const (
+	kindText  = frames.KindText
+	kindPhoto = frames.KindPhoto
+	numKinds  = frames.NumKinds
 )
 
 // Codecs lists the codecs, in the order the presets are documented.
@@ -109,7 +121,7 @@ type Encoder struct {
 	gate  chan struct{}
 	open  bool
 	enc   codec.Encoder
-	paint *painter
+	paint *frames.Painter
 	cur   *codec.Frame // the screen now
 	ref   *codec.Frame // what the viewer has: the last frame encoded
 	kinds []uint8      // per detector tile, the kind of content painted there last
@@ -211,7 +223,7 @@ func (e *Encoder) Open() error {
 		return fmt.Errorf("%w: %s: %w", encoder.ErrOpenFailed, e.name, err)
 	}
 	e.enc = enc
-	e.paint = newPainter(seeded.New(e.seed, e.name, "paint"))
+	e.paint = frames.NewPainter(seeded.New(e.seed, e.name, "paint"))
 	e.cur, e.ref = codec.NewFrame(e.w, e.h), codec.NewFrame(e.w, e.h)
 	e.cols = (e.w + codec.TileSize - 1) / codec.TileSize
 	e.kinds = make([]uint8, e.cols*((e.h+codec.TileSize-1)/codec.TileSize))
@@ -307,8 +319,8 @@ func (e *Encoder) Refine() (encoder.Frame, error) {
 // paintArea paints a fraction a of the screen with content of the given
 // detail and marks the tiles it touched with the content's kind.
 func (e *Encoder) paintArea(a, detail float64) {
-	r := e.paint.area(e.cur, a)
-	k := uint8(e.paint.paint(e.cur, r, detail))
+	r := e.paint.Area(e.cur, a)
+	k := uint8(e.paint.Paint(e.cur, r, detail))
 	for ty := r.Y / codec.TileSize; ty <= (r.Y+r.H-1)/codec.TileSize; ty++ {
 		for tx := r.X / codec.TileSize; tx <= (r.X+r.W-1)/codec.TileSize; tx++ {
 			e.kinds[ty*e.cols+tx] = k

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/codec/dirty"
+	"github.com/nuvirahub/latencylab/agent/codec/frames"
 	"github.com/nuvirahub/latencylab/internal/seeded"
 )
 
@@ -31,11 +32,11 @@ func TestThroughput(t *testing.T) {
 	}
 	const warmup, iters = 5, 20
 	for _, detail := range []float64{0.6, 0.9} {
-		p := newPainter(seeded.New(1, "throughput"))
+		p := frames.NewPainter(seeded.New(1, "throughput"))
 		prev := codec.NewFrame(DefaultWidth, DefaultHeight)
-		p.paint(prev, codec.Rect{W: prev.W, H: prev.H}, 0.5)
+		p.Paint(prev, codec.Rect{W: prev.W, H: prev.H}, 0.5)
 		cur := prev.Clone()
-		p.paint(cur, p.area(cur, 0.9), detail)
+		p.Paint(cur, p.Area(cur, 0.9), detail)
 		rects := dirty.Detect(prev, cur, nil)
 		in := 0
 		for _, r := range rects {

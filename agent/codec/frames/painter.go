@@ -1,4 +1,4 @@
-package lossless
+package frames
 
 import (
 	"math"
@@ -7,16 +7,20 @@ import (
 	"github.com/nuvirahub/latencylab/agent/codec"
 )
 
-// Content kinds the painter makes, and the encode time model charges
-// separately (see rates).
+// Kind is a kind of content the Painter makes. The lossless encoders'
+// time model charges each kind at its own measured rate.
+type Kind int
+
+// The kinds of content.
 const (
-	// kindText is a flat background with text-like glyphs on it: windows,
+	// KindText is a flat background with text-like glyphs on it: windows,
 	// documents, a terminal. Detail below PhotoDetail.
-	kindText = iota
-	// kindPhoto is a smooth gradient under grain: photos, video, a rich
+	KindText Kind = iota
+	// KindPhoto is a smooth gradient under grain: photos, video, a rich
 	// animation. Detail PhotoDetail and above.
-	kindPhoto
-	numKinds
+	KindPhoto
+	// NumKinds counts the kinds.
+	NumKinds
 )
 
 // PhotoDetail is the detail (the screen model's complexity) from which a
@@ -33,14 +37,23 @@ const (
 	glyphCount = 64
 )
 
+// GlyphW and GlyphH are the painter's character cell in pixels.
+const (
+	GlyphW = glyphW
+	GlyphH = glyphH
+)
+
 // glyph is one character's bitmap: row y, bit x set means ink.
 type glyph [glyphH]uint8
 
-// painter turns what the screen model says changed (how much, how
-// detailed) into pixels. Every choice draws from its one seeded source, in
-// the order of the calls, so a session paints the same pixels whenever it
-// makes the same calls.
-type painter struct {
+// Painter turns what the screen model says changed (how much, how
+// detailed) into pixels: text on a flat background below PhotoDetail, a
+// grainy gradient from it on. Every choice draws from its one seeded
+// source, in the order of the calls, so a session paints the same pixels
+// whenever it makes the same calls. The lossless encoders
+// (agent/encoder/lossless) paint their frames with it, and the screen
+// painter (agent/screen/paint) its textures.
+type Painter struct {
 	rng  *rand.Rand
 	font [glyphCount]glyph
 	// A desktop's theme: a few window backgrounds and text colours, drawn
@@ -52,8 +65,10 @@ type painter struct {
 // themeColours is how many backgrounds and text colours a theme has.
 const themeColours = 4
 
-func newPainter(rng *rand.Rand) *painter {
-	p := &painter{rng: rng}
+// NewPainter makes a painter drawing from rng; it draws its font and
+// theme at once.
+func NewPainter(rng *rand.Rand) *Painter {
+	p := &Painter{rng: rng}
 	for i := range p.font {
 		p.font[i] = p.newGlyph()
 	}
@@ -69,7 +84,7 @@ func newPainter(rng *rand.Rand) *painter {
 // last column and its top and bottom rows blank as a font's side bearings
 // and line gap do. What matters to a codec is that glyphs are small, sharp
 // and two-coloured, and that a text repeats a few dozen of them.
-func (p *painter) newGlyph() glyph {
+func (p *Painter) newGlyph() glyph {
 	var g glyph
 	for range 2 + p.rng.IntN(2) {
 		switch p.rng.IntN(3) {
@@ -95,20 +110,20 @@ func (p *painter) newGlyph() glyph {
 	return g
 }
 
-// kindOf is the kind a change of this detail is painted as.
-func kindOf(detail float64) int {
+// KindOf is the kind a change of this detail is painted as.
+func KindOf(detail float64) Kind {
 	if detail >= PhotoDetail {
-		return kindPhoto
+		return KindPhoto
 	}
-	return kindText
+	return KindText
 }
 
-// area returns a rectangle of f holding the fraction a of its pixels: the
+// Area returns a rectangle of f holding the fraction a of its pixels: the
 // whole frame for a full-screen change, otherwise the frame's aspect ratio
 // scaled down, at a seeded position. The screen model says how much of the
 // screen changed, not where, and a codec's cost depends on the amount and
 // on the tiles it touches, which a rectangle of the right area reproduces.
-func (p *painter) area(f *codec.Frame, a float64) codec.Rect {
+func (p *Painter) Area(f *codec.Frame, a float64) codec.Rect {
 	if a >= 1-1e-9 {
 		return codec.Rect{W: f.W, H: f.H}
 	}
@@ -118,20 +133,20 @@ func (p *painter) area(f *codec.Frame, a float64) codec.Rect {
 	return codec.Rect{X: p.rng.IntN(f.W - w + 1), Y: p.rng.IntN(f.H - h + 1), W: w, H: h}
 }
 
-// paint fills r of f with content of the given detail (0 to 1) and returns
+// Paint fills r of f with content of the given detail (0 to 1) and returns
 // its kind.
-func (p *painter) paint(f *codec.Frame, r codec.Rect, detail float64) int {
+func (p *Painter) Paint(f *codec.Frame, r codec.Rect, detail float64) Kind {
 	detail = min(max(detail, 0), 1)
-	if kindOf(detail) == kindPhoto {
-		p.photo(f, r, detail)
-		return kindPhoto
+	if KindOf(detail) == KindPhoto {
+		p.Photo(f, r, detail)
+		return KindPhoto
 	}
-	p.text(f, r, detail)
-	return kindText
+	p.Text(f, r, detail)
+	return KindText
 }
 
 // colour draws a colour whose channels lie in [lo, lo+span).
-func (p *painter) colour(lo, span uint32) uint32 {
+func (p *Painter) colour(lo, span uint32) uint32 {
 	c := uint32(0)
 	for range 3 {
 		c = c<<8 | (lo + p.rng.Uint32N(span))
@@ -139,12 +154,12 @@ func (p *painter) colour(lo, span uint32) uint32 {
 	return c
 }
 
-// text paints one of the theme's backgrounds with glyphs in one of its
+// Text paints one of the theme's backgrounds with glyphs in one of its
 // text colours, on a grid of character cells from r's corner. The detail sets how many cells have ink, from none
 // (0: a flat colour, a window's empty background) to every one (at
 // PhotoDetail: a dense page); a glyph is drawn in full or not at all, cut
 // only at r's edges.
-func (p *painter) text(f *codec.Frame, r codec.Rect, detail float64) {
+func (p *Painter) Text(f *codec.Frame, r codec.Rect, detail float64) {
 	bg := p.paper[p.rng.IntN(themeColours)]
 	fg := p.ink[p.rng.IntN(themeColours)]
 	for y := r.Y; y < r.Y+r.H; y++ {
@@ -187,11 +202,11 @@ func grainBits(detail float64) uint {
 	return uint(1 + math.Round(7*(detail-PhotoDetail)/(1-PhotoDetail)))
 }
 
-// photo paints a smooth gradient across r, red along x and green along y
+// Photo paints a smooth gradient across r, red along x and green along y
 // from a seeded colour, with noise in the low grainBits bits of every
 // channel: natural images are smooth at large scale and grainy at small,
 // and the grain is what a lossless codec cannot squeeze.
-func (p *painter) photo(f *codec.Frame, r codec.Rect, detail float64) {
+func (p *Painter) Photo(f *codec.Frame, r codec.Rect, detail float64) {
 	bits := min(max(grainBits(detail), 1), 8)
 	mask := uint32(1)<<bits - 1
 	grain := mask<<16 | mask<<8 | mask
