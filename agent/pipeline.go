@@ -25,8 +25,9 @@ type pipeline struct {
 	sender  *sender
 	control *control
 
-	lastNew time.Time // when the last new image finished encoding
-	passes  int       // refinement passes since then
+	lastNew     time.Time // when the last new image finished encoding
+	lastVersion uint64    // the screen version of that image, which passes refine
+	passes      int       // refinement passes since then
 }
 
 // wait sleeps until t; false if the session ended first.
@@ -214,8 +215,9 @@ func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Con
 	captured := fr.Start
 	if f != nil {
 		captured = f.End
-		p.lastNew, p.passes = fr.End, 0
+		p.lastNew, p.lastVersion, p.passes = fr.End, f.Image.Version, 0
 	}
+	version := p.lastVersion
 	h := wire.FrameHeader{
 		Seq:         seq,
 		Capture:     a.cfg.Clock.At(captured),
@@ -234,6 +236,7 @@ func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Con
 	a.cfg.Recorder.Update(seq, func(g *groundtruth.Frame) {
 		g.Pass, g.Keyframe, g.Bytes, g.Quality = fr.Pass, fr.Keyframe, fr.Bytes, fr.Quality
 		g.Captured, g.EncodeStart, g.EncodeEnd = captured, fr.Start, fr.End
+		g.Version = version
 		if f != nil {
 			g.ContentAt = a.epoch.Add(f.Image.At)
 		}

@@ -201,8 +201,8 @@ func quoteAll(ss []string) []string {
 // summaryTable has a row per result: the figures a reader scans first.
 func summaryTable(entries []reportEntry) render.Table {
 	t := render.Table{
-		Caption: "Summary: true latency of displayed frames, frames displayed per second, freezes (pauses over the freeze threshold) and the scenario's checks",
-		Header:  []string{"scenario", "median latency (ms)", "p95 latency (ms)", "fps", "freezes", "longest pause (ms)", "checks"},
+		Caption: "Summary: true latency of displayed frames, frames displayed per second, freezes (the display standing still over the freeze threshold while the screen had changed) and the scenario's checks",
+		Header:  []string{"scenario", "median latency (ms)", "p95 latency (ms)", "fps", "freezes", "freeze.longest (ms)", "checks"},
 	}
 	for _, e := range entries {
 		s := e.result.Summary

@@ -46,7 +46,7 @@ func TestReportRendersResults(t *testing.T) {
 	// The synthetic result: 34 ms of latency most of the time, 28 fps
 	// (drops and a freeze), one freeze of 433 ms, a passing and a failing
 	// check.
-	require.Contains(t, string(md), "| scenario | median latency (ms) | p95 latency (ms) | fps | freezes | longest pause (ms) | checks |")
+	require.Contains(t, string(md), "| scenario | median latency (ms) | p95 latency (ms) | fps | freezes | freeze.longest (ms) | checks |")
 	require.Regexp(t, `\| wired \| 34\.0 \| \d+\.\d \| 28\.\d \| 1 \| 433\.3 \| \*\*1/2 FAIL\*\* \|`, string(md))
 	require.Regexp(t, `\| wifi \| 74\.0 \| `, string(md))
 	require.Contains(t, string(md), "2 results: 0 passed every check, 2 failed at least one.")
