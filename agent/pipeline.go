@@ -17,6 +17,7 @@ import (
 const (
 	SkipSendCap     = "send-cap"            // too many bytes unacknowledged (N8)
 	SkipUnavailable = "encoder-unavailable" // the encoder is restarting (N16)
+	SkipRateControl = "rate-control"        // the encoder's rate control skipped the frame (encoder.FrameSkipper)
 )
 
 // pipeline is one run of the agent's capture-encode-send loop.
@@ -54,6 +55,21 @@ func (p *pipeline) prepare() {
 	}
 }
 
+// rateSkip asks the encoder's rate control whether to skip the new image
+// just taken; on a skip the capturer is rewound to prev, so that the next
+// image carries its changes, and the skip is recorded. Only the goroutine
+// that grabs images calls it.
+func (p *pipeline) rateSkip(prev uint64) bool {
+	a := p.agent
+	rc, ok := a.enc.(encoder.FrameSkipper)
+	if !ok || !rc.SkipFrame(time.Now()) {
+		return false
+	}
+	a.capturer.Rewind(prev)
+	p.skip(SkipRateControl)
+	return true
+}
+
 func (p *pipeline) skip(reason string) {
 	a := p.agent
 	a.mu.Lock()
@@ -87,6 +103,10 @@ func (p *pipeline) run(ctx context.Context) {
 		}
 		prev := a.capturer.Last().Version
 		f := a.capturer.Grab()
+		if f.New && p.rateSkip(prev) {
+			wait(ctx, p.nextTick(time.Now()))
+			continue
+		}
 		if f.New {
 			conv := a.capturer.Convert()
 			fr, err := a.enc.Encode(encoder.Input{Image: f.Image, Delta: f.Delta})
@@ -133,8 +153,9 @@ func (p *pipeline) runCaptureFirst(ctx context.Context) {
 				wait(ctx, p.nextTick(time.Now()))
 				continue
 			}
+			prev := a.capturer.Last().Version
 			f := a.capturer.Grab()
-			if !f.New {
+			if !f.New || p.rateSkip(prev) {
 				continue
 			}
 			select {

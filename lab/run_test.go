@@ -210,6 +210,30 @@ func TestRunRecordsTheScreen(t *testing.T) {
 		len(r.Frames), passes, first.Displayed, r.Summary.FreezeLongest, measured(t, &old, "freeze.longest", 0, 0))
 }
 
+// At 50 kbit/s a frame at every refresh would be 104 bytes: the encoder's
+// rate control skips captures instead (frames.skipped.rate-control), the
+// frames keep their smallest useful size and the video its target. The
+// skipped images' changes go with the next frame, in both pipelines, so no
+// keyframe follows a skip.
+func TestRunLowBitrateSkipsFrames(t *testing.T) {
+	for _, captureFirst := range []bool{false, true} {
+		sc := &scenarios.Scenario{Name: "low", Seed: 1, Duration: 6 * time.Second, Network: both(lanPhase()),
+			Controller: scenarios.Controller{Kind: "fixed", Bitrate: 50_000},
+			Switches:   scenarios.Switches{OldCaptureFirst: captureFirst}}
+		r := runScenario(t, sc)
+		skipped := measured(t, r, "frames.skipped.rate-control", 0, 0)
+		fps := measured(t, r, "fps", 2*time.Second, 0)
+		sent := measured(t, r, "bitrate.mean", 2*time.Second, 0)
+		t.Logf("capture first %v: %v captures skipped by the rate control, %.1f fps, %.1f kbit/s", captureFirst, skipped, fps, sent/1000)
+		require.Positive(t, skipped)
+		require.InDelta(t, 50_000.0/(8*320), fps, 2)
+		require.InDelta(t, 50_000, sent, 2500)
+		for _, f := range r.Frames[1:] {
+			require.False(t, f.Keyframe, "frame %d", f.Seq)
+		}
+	}
+}
+
 // N8's cap through a scenario: 10 Mbit/s of video on a 2 Mbit/s link skips
 // captures instead of queueing them, and the series shows the link full.
 func TestRunN8SendCapSkips(t *testing.T) {

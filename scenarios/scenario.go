@@ -450,6 +450,7 @@ var Measurements = []Measurement{
 	{"frames.skipped", UnitCount, "captures skipped by the agent, any reason"},
 	{"frames.skipped.send-cap", UnitCount, "captures skipped because 256 KB were unacknowledged (N8)"},
 	{"frames.skipped.encoder-unavailable", UnitCount, "captures skipped while the encoder restarted (N16)"},
+	{"frames.skipped.rate-control", UnitCount, "captures the encoder's rate control skipped to hold its target bitrate (frame skipping, docs/codecs.md)"},
 	{"frames.dropped", UnitCount, "frames dropped by the viewer, any reason"},
 	{"frames.dropped.overtaken", UnitCount, "frames dropped because a newer one was decoded first (N8)"},
 	{"fps", UnitRatio, "displayed frames per second"},
