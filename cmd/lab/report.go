@@ -276,11 +276,17 @@ func scenarioSection(e reportEntry) (render.Section, error) {
 	if err != nil {
 		return s, fmt.Errorf("report: %s: %w", e.file, err)
 	}
+	stagesOver, err := plots.StagesOverTime(e.label+": where a frame's time goes, over time", r)
+	if err != nil {
+		return s, fmt.Errorf("report: %s: %w", e.file, err)
+	}
 	s.Figures = append(s.Figures,
 		render.Figure{Name: e.slug + "-latency.png", PNG: over,
 			Caption: fmt.Sprintf("%s: median latency per %v bucket (above); downlink capacity, target bitrate and video sent (below); dotted lines at the downlink's phase changes.", e.label, r.SampleEvery)},
 		render.Figure{Name: e.slug + "-stages.png", PNG: stages,
 			Caption: fmt.Sprintf("%s: median of each stage over the displayed frames (capture to end of encode, to sent, to arrived, to displayed); the dot is the median latency.", e.label)},
+		render.Figure{Name: e.slug + "-stages-time.png", PNG: stagesOver,
+			Caption: fmt.Sprintf("%s: the same stages per %v bucket of display, stacked, over the session; the line is the median latency. A band that grows is a backlog: waiting to send in front of the network (the send cap), network at the bottleneck.", e.label, r.SampleEvery)},
 	)
 	return s, nil
 }
