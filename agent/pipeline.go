@@ -18,7 +18,7 @@ import (
 const (
 	SkipSendCap     = "send-cap"            // too many bytes unacknowledged (N8)
 	SkipUnavailable = "encoder-unavailable" // the encoder is restarting (N16)
-	SkipRateControl = "rate-control"        // a real encoder's rate control dropped the image
+	SkipRateControl = "rate-control"        // the encoder's rate control skipped the image (the model's encoder.FrameSkipper, or a real encoder)
 )
 
 // pipeline is one run of the agent's capture-encode-send loop.
@@ -27,9 +27,10 @@ type pipeline struct {
 	sender  *sender
 	control *control
 
-	lastNew time.Time // when the last new image finished encoding
-	passes  int       // refinement passes since then
-	lastPic *yuv.I420 // the picture encoded last, for an encoder of pixels
+	lastNew     time.Time // when the last new image finished encoding
+	lastVersion uint64    // the screen version of that image, which passes refine
+	passes      int       // refinement passes since then
+	lastPic     *yuv.I420 // the picture encoded last, for an encoder of pixels
 }
 
 // input is what the encoder gets for a captured image: for an encoder of
@@ -71,6 +72,21 @@ func (p *pipeline) prepare() {
 	}
 }
 
+// rateSkip asks the encoder's rate control whether to skip the new image
+// just taken; on a skip the capturer is rewound to prev, so that the next
+// image carries its changes, and the skip is recorded. Only the goroutine
+// that grabs images calls it.
+func (p *pipeline) rateSkip(prev uint64) bool {
+	a := p.agent
+	rc, ok := a.enc.(encoder.FrameSkipper)
+	if !ok || !rc.SkipFrame(time.Now()) {
+		return false
+	}
+	a.capturer.Rewind(prev)
+	p.skip(SkipRateControl)
+	return true
+}
+
 func (p *pipeline) skip(reason string) {
 	a := p.agent
 	a.mu.Lock()
@@ -104,6 +120,10 @@ func (p *pipeline) run(ctx context.Context) {
 		}
 		prev := a.capturer.Last().Version
 		f := a.capturer.Grab()
+		if f.New && p.rateSkip(prev) {
+			wait(ctx, p.nextTick(time.Now()))
+			continue
+		}
 		if f.New {
 			conv := a.capturer.Convert()
 			in, err := p.input(&f)
@@ -154,8 +174,9 @@ func (p *pipeline) runCaptureFirst(ctx context.Context) {
 				wait(ctx, p.nextTick(time.Now()))
 				continue
 			}
+			prev := a.capturer.Last().Version
 			f := a.capturer.Grab()
-			if !f.New {
+			if !f.New || p.rateSkip(prev) {
 				continue
 			}
 			select {
@@ -244,8 +265,9 @@ func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Con
 	captured := fr.Start
 	if f != nil {
 		captured = f.End
-		p.lastNew, p.passes = fr.End, 0
+		p.lastNew, p.lastVersion, p.passes = fr.End, f.Image.Version, 0
 	}
+	version := p.lastVersion
 	h := wire.FrameHeader{
 		Seq:         seq,
 		Capture:     a.cfg.Clock.At(captured),
@@ -264,6 +286,7 @@ func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Con
 	a.cfg.Recorder.Update(seq, func(g *groundtruth.Frame) {
 		g.Pass, g.Keyframe, g.Bytes, g.Quality = fr.Pass, fr.Keyframe, fr.Bytes, fr.Quality
 		g.Captured, g.EncodeStart, g.EncodeEnd = captured, fr.Start, fr.End
+		g.Version = version
 		if f != nil {
 			g.ContentAt = a.epoch.Add(f.Image.At)
 		}

@@ -89,7 +89,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 	}
 	for _, f := range res.Frames {
 		fr := result.FrameRecord{
-			Seq: f.Seq, Pass: f.Pass, Keyframe: f.Keyframe, Bytes: f.Bytes, Quality: f.Quality, PSNR: f.PSNR,
+			Seq: f.Seq, Pass: f.Pass, Version: f.Version, Keyframe: f.Keyframe, Bytes: f.Bytes, Quality: f.Quality, PSNR: f.PSNR,
 			Captured: off(f.Captured), EncodeEnd: off(f.EncodeEnd), Sent: off(f.Sent),
 			Arrived: off(f.Arrived), Displayed: off(f.Displayed),
 			Latency: f.Latency(), Network: f.Network(),
@@ -98,6 +98,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 		}
 		r.Frames = append(r.Frames, fr)
 	}
+	r.ScreenChanges = slices.Clone(res.ScreenChanges)
 	for _, e := range res.Events {
 		r.Events = append(r.Events, result.EventRecord{At: off(e.At), Kind: e.Kind, Reason: e.Reason, Seq: e.Seq})
 	}

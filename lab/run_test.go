@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"testing/cryptotest"
 	"testing/synctest"
@@ -166,6 +167,69 @@ func TestRunN16RestartIsOneFreeze(t *testing.T) {
 		} else {
 			require.Zero(t, freezes)
 			require.Less(t, longest, 0.03)
+		}
+	}
+}
+
+// A result records the screen's ground truth: when each version appeared,
+// and which version each frame shows, a refinement pass the version it
+// refines. Against it a still screen is never frozen, however long the
+// display pauses: a photo appears at 1 s on a slow link and the screen
+// stays still after it.
+func TestRunRecordsTheScreen(t *testing.T) {
+	sc := &scenarios.Scenario{Name: "photo", Seed: 1, Duration: 4 * time.Second,
+		Network:    both(scenarios.Phase{Delay: 20 * ms, Rate: 4_000_000}),
+		Screen:     []scenarios.ScreenPhase{{Source: "still"}, {At: time.Second, Source: "photo"}},
+		Controller: scenarios.Controller{Kind: "fixed", Bitrate: 3_000_000}}
+	r := runScenario(t, sc)
+	require.Equal(t, []time.Duration{0, time.Second}, r.ScreenChanges, "the desktop, then the photo")
+	passes := map[uint64]int{}
+	var image uint64 // the version of the last new image
+	for _, f := range r.Frames {
+		require.Positive(t, f.Version, "frame %d", f.Seq)
+		require.LessOrEqual(t, r.ScreenChanges[f.Version-1], f.Captured, "frame %d shows what was on the screen when it was captured", f.Seq)
+		if f.Pass == 0 {
+			image = f.Version
+			continue
+		}
+		require.Equal(t, image, f.Version, "pass %d of frame %d refines the last image", f.Pass, f.Seq)
+		passes[f.Version]++
+	}
+	require.Positive(t, passes[1], "the desktop is refined")
+	require.Positive(t, passes[2], "then the photo")
+	require.Zero(t, measured(t, r, "freezes", 0, 0))
+	// The photo is the only change: it waited from 1 s for its first frame.
+	first := r.Frames[slices.IndexFunc(r.Frames, func(f result.FrameRecord) bool { return f.Version == 2 })]
+	require.InDelta(t, (first.Displayed - time.Second).Seconds(), measured(t, r, "freeze.longest", 0, 0), 1e-9)
+	// Without the screen's changes, as results were measured before, the
+	// second after the last refinement pass is a freeze.
+	old := *r
+	old.ScreenChanges = nil
+	require.Positive(t, measured(t, &old, "freezes", 0, 0))
+	t.Logf("photo: %d frames, passes by version %v, first photo frame displayed at %v; freeze.longest %v, before %v",
+		len(r.Frames), passes, first.Displayed, r.Summary.FreezeLongest, measured(t, &old, "freeze.longest", 0, 0))
+}
+
+// At 50 kbit/s a frame at every refresh would be 104 bytes: the encoder's
+// rate control skips captures instead (frames.skipped.rate-control), the
+// frames keep their smallest useful size and the video its target. The
+// skipped images' changes go with the next frame, in both pipelines, so no
+// keyframe follows a skip.
+func TestRunLowBitrateSkipsFrames(t *testing.T) {
+	for _, captureFirst := range []bool{false, true} {
+		sc := &scenarios.Scenario{Name: "low", Seed: 1, Duration: 6 * time.Second, Network: both(lanPhase()),
+			Controller: scenarios.Controller{Kind: "fixed", Bitrate: 50_000},
+			Switches:   scenarios.Switches{OldCaptureFirst: captureFirst}}
+		r := runScenario(t, sc)
+		skipped := measured(t, r, "frames.skipped.rate-control", 0, 0)
+		fps := measured(t, r, "fps", 2*time.Second, 0)
+		sent := measured(t, r, "bitrate.mean", 2*time.Second, 0)
+		t.Logf("capture first %v: %v captures skipped by the rate control, %.1f fps, %.1f kbit/s", captureFirst, skipped, fps, sent/1000)
+		require.Positive(t, skipped)
+		require.InDelta(t, 50_000.0/(8*320), fps, 2)
+		require.InDelta(t, 50_000, sent, 2500)
+		for _, f := range r.Frames[1:] {
+			require.False(t, f.Keyframe, "frame %d", f.Seq)
 		}
 	}
 }

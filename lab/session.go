@@ -163,6 +163,10 @@ type Result struct {
 	// after Start the agent and viewer started because the handshake
 	// overran the Lead (0 when it did not).
 	Handshake, Late time.Duration
+	// ScreenChanges is the ground truth of the agent's screen: element v-1
+	// is when version v appeared, counted from Start, up to End
+	// (screen.Model.Changes). A frame's Version says which it shows.
+	ScreenChanges []time.Duration
 	// Samples are the links' counters every Session.SampleEvery.
 	Samples []Sample
 	// Targets lists the controller's bitrate each time it changed, the
@@ -398,6 +402,9 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		Targets:   targets.changes(),
 		Path:      conn.path,
 		Traffic:   flowResults,
+		// The content is a function of time only: asking after the end
+		// changes nothing the agent saw.
+		ScreenChanges: scr.Changes(stopped.Sub(start)),
 	}
 	// Before the deferred close: what the transport alone measures (the
 	// kernel senders' TCP_INFO) goes with its sockets.

@@ -60,8 +60,8 @@ type Evidence struct {
 	// Ran is how long the session ran.
 	Ran time.Duration `json:"ran_ns"`
 	// Frames and Displayed count the frames sent and displayed; FPS is
-	// frames displayed per second; Freezes counts the pauses longer than
-	// the freeze threshold (result.Summary).
+	// frames displayed per second; Freezes counts the freezes of
+	// result.Summary.
 	Frames    int     `json:"frames"`
 	Displayed int     `json:"displayed"`
 	FPS       float64 `json:"fps"`

@@ -57,6 +57,17 @@ type Encoder interface {
 	Refine() (Frame, error)
 }
 
+// FrameSkipper is an encoder whose rate control skips frames to hold its
+// output to the target bitrate (H264: SkipFrame), as OpenH264's does with
+// frame skipping on. The pipeline asks it before encoding a new image; on
+// true the image is not encoded, and its changes go with the next frame.
+// It never blocks behind an encode.
+type FrameSkipper interface {
+	SkipFrame(now time.Time) bool
+}
+
+var _ FrameSkipper = (*H264)(nil)
+
 // Input is an image to encode, as the capturer took it.
 type Input struct {
 	// Image is the newest image.

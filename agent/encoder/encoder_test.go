@@ -101,23 +101,151 @@ func TestSizesFollowTheBitrate(t *testing.T) {
 			e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Bitrate = bps })
 			frames := run(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), time.Second)
 			require.Len(t, frames, 60)
-			// The first frame is a keyframe of four frame budgets.
+			// The first frame is a keyframe of four frame budgets, its
+			// overhead included.
 			require.True(t, frames[0].Keyframe)
-			require.Equal(t, 20+int(math.Ceil(4*float64(bps)/60/8)), frames[0].Bytes)
+			require.Equal(t, int(math.Ceil(4*float64(bps)/60/8)), frames[0].Bytes)
 			for _, f := range frames[1:] {
 				require.False(t, f.Keyframe)
 				// One frame's budget, the animation needing far more.
-				require.InDelta(t, 20+float64(bps)/60/8, f.Bytes, 1)
+				require.InDelta(t, float64(bps)/60/8, f.Bytes, 1)
 				require.False(t, f.Matched)
 				bytes[bps] += f.Bytes
 			}
-			// Bytes a second: the bitrate, plus the frames' overhead.
-			require.InDelta(t, float64(bps)/8*59/60, bytes[bps], 60*21)
+			// Bytes a second: the bitrate, the frames' overhead included.
+			require.InDelta(t, float64(bps)/8*59/60, bytes[bps], 60)
 		})
 	}
 	ratio := float64(bytes[10_000_000]) / float64(bytes[5_000_000])
 	t.Logf("animation, 59 P-frames: %d bytes at 5 Mbit/s, %d at 10 Mbit/s: x%.4f", bytes[5_000_000], bytes[10_000_000], ratio)
 	require.InDelta(t, 2, ratio, 0.01)
+}
+
+// runSkipping is run with the rate control asked before each new image,
+// as the pipeline asks it: a skipped image is not encoded, and its changes
+// go with the next frame's. It returns the frames and the refreshes they
+// were taken at.
+func runSkipping(t *testing.T, e *encoder.H264, scr screen.Screen, end time.Duration) ([]encoder.Frame, []int64) {
+	t.Helper()
+	epoch := time.Now()
+	var frames []encoder.Frame
+	var at []int64
+	var taken uint64
+	for k := int64(0); refresh(k) < end; k++ {
+		if time.Since(epoch) > refresh(k) {
+			continue // the encoder was still busy at that refresh
+		}
+		time.Sleep(time.Until(epoch.Add(refresh(k))))
+		img, d := scr.Since(taken, refresh(k))
+		if d.Changed == 0 || e.SkipFrame(time.Now()) {
+			continue
+		}
+		f, err := e.Encode(encoder.Input{Image: img, Delta: d})
+		require.NoError(t, err)
+		frames, at = append(frames, f), append(at, k)
+		taken = img.Version
+	}
+	return frames, at
+}
+
+// At a target too low for a frame of useful size at every refresh, frames
+// keep that size and the rate control skips enough of them to hold the
+// target: the frame rate drops, as OpenH264's does with frame skipping.
+func TestLowBitrateLowersTheFrameRate(t *testing.T) {
+	for _, tc := range []struct {
+		bps  int
+		fps  float64 // bps / (8 x (300 + 20) bytes)
+		skip bool
+	}{
+		{50_000, 50_000.0 / 2560, true},
+		{100_000, 100_000.0 / 2560, true},
+		{500_000, 60, false}, // 1042 bytes a refresh: above the smallest frame
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Bitrate = tc.bps })
+			frames, _ := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), 20*time.Second)
+			// The first second fills the buffer; then the steady state.
+			var bytes int
+			var n int
+			for _, f := range frames {
+				if f.Start.Sub(frames[0].Start) < time.Second {
+					continue
+				}
+				require.False(t, f.Keyframe, "a skipped image's changes go with the next frame: no keyframe")
+				if tc.skip {
+					require.Equal(t, encoder.DefaultMinFrameBytes+20, f.Bytes)
+				}
+				bytes += f.Bytes
+				n++
+			}
+			fps := float64(n) / 19
+			t.Logf("%d bit/s: %.1f frames/s of %d bytes, %.1f kbit/s sent", tc.bps, fps, bytes/n, float64(bytes)*8/19/1000)
+			require.InDelta(t, tc.fps, fps, 0.02*tc.fps)
+			if tc.skip {
+				// The output is the target: the buffer charges the frames'
+				// overhead too.
+				require.InDelta(t, float64(tc.bps), float64(bytes)*8/19, 0.01*float64(tc.bps))
+			}
+		})
+	}
+}
+
+// The rate control's buffer, exactly: 2020-byte frames (a 2000-byte
+// smallest frame and 20 of overhead, 16 160 bits) against 100 kbit/s, and a
+// threshold of 100 ms (10 000 bits). The keyframe at 0 fills the buffer to
+// 16 160 bits; it drains 1667 bits a refresh, below the threshold at
+// refresh 4 (9493 bits), where the next frame fills it to 25 653; that
+// drains below 10 000 at refresh 14 (8986), and the frame there's 25 146
+// at refresh 24 (8479; 10 146 at 23). Once skipped, a frame's time
+// is not passed on to the next: each spends the smallest frame, not the
+// time since the frame before.
+func TestSkipBufferFillsAndDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) {
+			c.Bitrate, c.MinFrameBytes, c.SkipBuffer = 100_000, 2000, 100*time.Millisecond
+		})
+		frames, at := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), 450*time.Millisecond)
+		require.Equal(t, []int64{0, 4, 14, 24}, at)
+		for _, f := range frames {
+			require.Equal(t, 2020, f.Bytes)
+		}
+		require.True(t, frames[0].Keyframe)
+	})
+	// Negative: no skipping, every refresh a smallest frame, three times
+	// the target.
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Bitrate, c.SkipBuffer = 50_000, -1 })
+		frames, _ := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), time.Second)
+		require.Len(t, frames, 60)
+		require.Equal(t, 320, frames[30].Bytes)
+	})
+	// No smallest frame either: a frame of one budget at every refresh,
+	// 105 bytes at 50 kbit/s of which 20 are overhead.
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Bitrate, c.MinFrameBytes, c.SkipBuffer = 50_000, -1, -1 })
+		frames, _ := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), time.Second)
+		require.Len(t, frames, 60)
+		require.Equal(t, int(math.Ceil(50_000.0/60/8)), frames[30].Bytes)
+	})
+}
+
+// A new session's rate control starts with an empty buffer: after the old
+// restart (N16) the first frame is not skipped for what the old session
+// overspent.
+func TestRestartEmptiesTheSkipBuffer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) {
+			c.Bitrate, c.MinFrameBytes, c.SkipBuffer, c.OldRestartOnBitrateChange = 100_000, 2000, 100*time.Millisecond, true
+		})
+		scr := newScreen(t, 1, screen.Phase{Source: screen.Animation{}})
+		_, _ = runSkipping(t, e, scr, 50*time.Millisecond)
+		require.True(t, e.SkipFrame(time.Now()), "the keyframe's 16 160 bits are over the threshold")
+		require.NoError(t, e.SetBitrate(90_000))
+		require.False(t, e.SkipFrame(time.Now()))
+		require.NoError(t, e.Close())
+		require.NoError(t, e.Open())
+		require.False(t, e.SkipFrame(time.Now()))
+	})
 }
 
 func TestSlowEncoderSpendsTheBitrateOverFewerFrames(t *testing.T) {
@@ -131,7 +259,7 @@ func TestSlowEncoderSpendsTheBitrateOverFewerFrames(t *testing.T) {
 		total := 0
 		for i, f := range frames[1:] {
 			require.Equal(t, uint64(9+8*i), f.Version)
-			require.InDelta(t, 20+encoder.DefaultBitrate*(8.0/60)/8, f.Bytes, 1)
+			require.InDelta(t, encoder.DefaultBitrate*(8.0/60)/8, f.Bytes, 1)
 			total += f.Bytes
 		}
 		require.InDelta(t, encoder.DefaultBitrate, float64(total)*8/(14*8.0/60), 0.01*encoder.DefaultBitrate)
@@ -178,7 +306,7 @@ func TestContentDecidesTheSize(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, again.Keyframe)
 		span := again.Start.Sub(typed.Start)
-		require.Equal(t, 20+int(math.Ceil(4*encoder.DefaultBitrate*span.Seconds()/8)), again.Bytes)
+		require.Equal(t, int(math.Ceil(4*encoder.DefaultBitrate*span.Seconds()/8)), again.Bytes)
 		require.Greater(t, again.Bytes, 10*typed.Bytes)
 
 		// A delta that does not start from what the encoder sent: it cannot
@@ -205,7 +333,7 @@ func TestRefinementConvergesAndThenCostsNothing(t *testing.T) {
 		photo, d := scr.Since(img.Version, time.Second)
 		first, err := e.Encode(encoder.Input{Image: photo, Delta: d})
 		require.NoError(t, err)
-		require.Equal(t, 20+bps/4/8, first.Bytes) // MaxSpan, 250 ms of bitrate
+		require.Equal(t, bps/4/8, first.Bytes) // MaxSpan, 250 ms of bitrate
 		t.Logf("photo (%.3f of the screen): %6d bytes, quality %.3f", d.Changed, first.Bytes, first.Quality)
 
 		prev := first
@@ -319,7 +447,7 @@ func TestOldBitrateChangeRestartsAndFreezesTheImage(t *testing.T) {
 		require.True(t, back.Keyframe)
 		require.Equal(t, 2_000_000, back.Bitrate)
 		// Its rate control starts afresh: four budgets of one frame.
-		require.Equal(t, 20+int(math.Ceil(4*2e6/60/8)), back.Bytes)
+		require.Equal(t, int(math.Ceil(4*2e6/60/8)), back.Bytes)
 		// Refining is unavailable too.
 		require.NoError(t, e.SetBitrate(1_000_000))
 		_, err := e.Refine()

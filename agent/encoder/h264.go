@@ -49,6 +49,20 @@ const (
 	// DefaultRestart is how long the old bitrate change kept the encoder
 	// down (N16: the image stopped for about a second).
 	DefaultRestart = time.Second
+	// DefaultMinFrameBytes is the smallest frame of new content besides
+	// OverheadBytes: a real encoder at its coarsest quantiser cannot code a
+	// change in less, and a frame that small is mostly packet overhead
+	// anyway. 300 bytes keeps the overhead the lab measures per frame on
+	// the wire (about 80 bytes: QUIC's short header and AEAD tag, the
+	// STREAM frame, the lab's frame header) to a fifth of what a frame
+	// puts there. It decides the frame rate below 144 kbit/s (300 bytes at
+	// 60 Hz); it is this lab's assumption, for the real OpenH264 to
+	// calibrate.
+	DefaultMinFrameBytes = 300
+	// DefaultSkipBuffer is the frame-skip threshold of the rate control's
+	// buffer, in time at the target bitrate: OpenH264's, half a second
+	// (SKIP_RATIO 50/100 of the bitrate, codec/encoder/core/inc/rc.h).
+	DefaultSkipBuffer = 500 * time.Millisecond
 )
 
 // DefaultReconfigure is how long reconfiguring the bitrate of the running
@@ -110,6 +124,15 @@ type Config struct {
 	// Restart is how long the old restart keeps the encoder down; zero
 	// means DefaultRestart.
 	Restart time.Duration
+	// MinFrameBytes is the least a frame of new content spends beyond
+	// OverheadBytes when its content needs more (a keyframe, a change
+	// larger than the budget); zero means DefaultMinFrameBytes, negative
+	// means none, frames shrinking with the budget without end.
+	MinFrameBytes int
+	// SkipBuffer is the rate control's frame-skip threshold, as time at
+	// the target bitrate (see SkipFrame); zero means DefaultSkipBuffer,
+	// negative means the rate control never skips.
+	SkipBuffer time.Duration
 }
 
 // H264 is the model H.264 encoder.
@@ -117,7 +140,9 @@ type Config struct {
 // Rate: a frame's budget is the target bitrate times the time since the
 // previous frame (or pass) started, held between 1/FrameRate and MaxSpan, so
 // the output follows the bitrate whether frames come at 60 Hz, at 7 Hz from
-// a slow encoder, or every 100 ms as refinement passes.
+// a slow encoder, or every 100 ms as refinement passes. The budget covers
+// the frame's OverheadBytes too, as a real rate control counts every bit,
+// headers included: frames that spend their budgets send the target.
 //
 // Quality: the picture the viewer holds has a need, the bits that would make
 // it match the screen, FullScreenBits x area x complexity summed over its
@@ -139,7 +164,13 @@ type Config struct {
 //     still lacks, so passes grow the quality until it matches, after which
 //     each costs OverheadBytes.
 //
-// A frame's size is OverheadBytes plus the bits it spent.
+// A frame's size is OverheadBytes plus the bits it spent; "spends up to a
+// budget" above is a budget less OverheadBytes.
+//
+// Frame rate: a frame of new content spends at least MinFrameBytes (when
+// its content needs that much), and the rate control skips frames, as
+// OpenH264's does with frame skipping on, to keep the output at the
+// target: SkipFrame.
 type H264 struct {
 	name      string
 	hardware  bool
@@ -154,6 +185,8 @@ type H264 struct {
 	overhead  int
 	restart   time.Duration
 	old       bool
+	minBits   float64
+	skipAfter time.Duration // the skip threshold as time at the bitrate; <= 0: never
 
 	bitrate atomic.Int64
 	keyReq  atomic.Bool
@@ -171,6 +204,11 @@ type H264 struct {
 	need, spent  float64
 	pass         int
 	lastStart    time.Time // start of the previous frame or pass
+
+	// buf is the rate control's frame-skip buffer. SkipFrame reads it from
+	// the capture loop while an encode may hold gate, so it has a lock of
+	// its own.
+	buf skipBuffer
 }
 
 var _ Encoder = (*H264)(nil)
@@ -213,6 +251,15 @@ func New(seed uint64, cfg Config) (*H264, error) {
 	if cfg.Restart == 0 {
 		cfg.Restart = DefaultRestart
 	}
+	switch {
+	case cfg.MinFrameBytes == 0:
+		cfg.MinFrameBytes = DefaultMinFrameBytes
+	case cfg.MinFrameBytes < 0:
+		cfg.MinFrameBytes = 0
+	}
+	if cfg.SkipBuffer == 0 {
+		cfg.SkipBuffer = DefaultSkipBuffer
+	}
 	minSpan := time.Duration(math.Round(1e9 / cfg.FrameRate))
 	var errs []error
 	if err := cfg.EncodeTime.Validate(); err != nil {
@@ -253,6 +300,8 @@ func New(seed uint64, cfg Config) (*H264, error) {
 		overhead:    cfg.OverheadBytes,
 		restart:     cfg.Restart,
 		old:         cfg.OldRestartOnBitrateChange,
+		minBits:     8 * float64(cfg.MinFrameBytes),
+		skipAfter:   cfg.SkipBuffer,
 		gate:        make(chan struct{}, 1),
 		encodeTime:  cfg.EncodeTime.Sampler(seeded.New(seed, cfg.Name, "encode-time")),
 		reconfigure: cfg.Reconfigure.Sampler(seeded.New(seed, cfg.Name, "reconfigure")),
@@ -297,6 +346,7 @@ func (e *H264) Open() error {
 	e.last, e.need, e.spent = screen.Image{}, 0, 0
 	e.lastStart = time.Time{}
 	e.restartUntil = time.Time{}
+	e.buf.reset()
 	return nil
 }
 
@@ -333,6 +383,7 @@ func (e *H264) SetBitrate(bps int) error {
 		e.bitrate.Store(int64(bps))
 		e.keyReq.Store(true)
 		e.lastStart = time.Time{} // a new rate control: its first frame has one frame's budget
+		e.buf.reset()             // and an empty buffer
 		return nil
 	}
 	d := e.reconfigure.Next()
@@ -356,20 +407,32 @@ func (e *H264) ready(now time.Time) error {
 	return nil
 }
 
-// budget is the bits a frame starting at now may spend.
+// budget is the bits a frame starting at now may spend. A frame the rate
+// control skipped passes on none of its time: the skip paid for what the
+// frames before it overspent (SkipFrame).
 func (e *H264) budget(now time.Time) float64 {
 	span := e.minSpan
-	if !e.lastStart.IsZero() {
-		span = min(max(now.Sub(e.lastStart), e.minSpan), e.maxSpan)
+	from := e.lastStart
+	if s := e.buf.lastSkip(); s.After(from) {
+		from = s
+	}
+	if !from.IsZero() {
+		span = min(max(now.Sub(from), e.minSpan), e.maxSpan)
 	}
 	e.lastStart = now
 	return float64(e.bitrate.Load()) * span.Seconds()
 }
 
+// content is what a frame allowed allowance bits may spend on its
+// content: the rest pays for its overhead.
+func (e *H264) content(allowance float64) float64 {
+	return max(allowance-8*float64(e.overhead), 0)
+}
+
 // keyframe encodes the whole of img.
 func (e *H264) keyframe(img screen.Image, budget float64) float64 {
 	e.need = e.full * img.Whole
-	e.spent = min(e.keyFactor*budget, e.need)
+	e.spent = min(max(e.content(e.keyFactor*budget), e.minBits), e.need)
 	e.have, e.last = true, img
 	return e.spent
 }
@@ -398,9 +461,12 @@ func (e *H264) Encode(in Input) (Frame, error) {
 		f.Keyframe = true
 	} else if a := in.Delta.Changed; a > 0 {
 		fresh := e.full * a * in.Delta.Complexity
+		// A change that needs more than the budget costs at least the
+		// smallest frame the encoder makes: the rate control then skips
+		// frames to pay for it (SkipFrame).
+		bits = min(max(e.content(budget), e.minBits), fresh)
 		e.need = e.need*(1-a) + fresh
-		e.spent = e.spent*(1-a) + min(budget, fresh)
-		bits = min(budget, fresh)
+		e.spent = e.spent*(1-a) + bits
 	}
 	e.settle()
 	e.last, e.pass = in.Image, 0
@@ -426,7 +492,7 @@ func (e *H264) Refine() (Frame, error) {
 		bits = e.keyframe(e.last, budget)
 		f.Keyframe = true
 	} else {
-		bits = min(budget, e.need-e.spent)
+		bits = min(e.content(budget), e.need-e.spent)
 		e.spent += bits
 	}
 	e.settle()
@@ -442,6 +508,7 @@ func (e *H264) finish(f Frame, start time.Time, bits float64) Frame {
 	f.Encoder = e.name
 	f.Bytes = e.overhead + int(math.Ceil(bits/8))
 	f.Bitrate = int(e.bitrate.Load())
+	e.buf.add(start, float64(f.Bitrate), float64(8*f.Bytes))
 	f.Quality, f.Matched = 1, true
 	if e.need > 0 {
 		f.Quality = 1 - math.Pow(matchLevels, -e.spent/e.need)
@@ -458,4 +525,85 @@ func (e *H264) finish(f Frame, start time.Time, bits float64) Frame {
 	time.Sleep(f.EncodeTime)
 	f.End = time.Now()
 	return f
+}
+
+// SkipFrame tells whether the rate control skips a frame of new content
+// due at now, as OpenH264's timestamp-based rate control does with frame
+// skipping on (WelsRcFrameDelayJudgeTimeStamp in
+// codec/encoder/core/src/ratectl.cpp): a virtual buffer fills with every
+// frame's bits and drains at the target bitrate, never below a quarter of
+// a second's bitrate of credit; a frame is skipped while the buffer holds
+// SkipBuffer's worth of bitrate or more. The pipeline asks before it
+// encodes a new image and, on a skip, sends the image's changes with the
+// next frame; refinement passes, spaced by their own period and held to
+// their budget, fill the buffer but are never skipped.
+//
+// Frames held to their budgets, headers included, leave the buffer where
+// it was; a keyframe adds what it spends beyond one budget. It is
+// MinFrameBytes that, when the target cannot pay for a frame that size
+// at every refresh, makes frames larger than the target allows and the
+// rate control skip enough of them to bring the output back to the
+// target: the frame rate drops first, as OpenH264's does.
+func (e *H264) SkipFrame(now time.Time) bool {
+	if e.skipAfter <= 0 {
+		return false
+	}
+	return e.buf.judge(now, float64(e.bitrate.Load()), e.skipAfter)
+}
+
+// skipBuffer is the rate control's virtual buffer: bits in, the bitrate
+// out.
+type skipBuffer struct {
+	mu       sync.Mutex
+	fullness float64   // bits
+	at       time.Time // the instant fullness stands at; zero: empty
+	skipped  time.Time // the last frame skipped
+}
+
+// drainLocked empties the buffer at bps from its instant to now, down to
+// OpenH264's floor of minus a quarter of a second at bps.
+func (b *skipBuffer) drainLocked(now time.Time, bps float64) float64 {
+	if !b.at.IsZero() && now.After(b.at) {
+		b.fullness = max(b.fullness-bps*now.Sub(b.at).Seconds(), -bps/4)
+	}
+	if b.at.IsZero() || now.After(b.at) {
+		b.at = now
+	}
+	return b.fullness
+}
+
+// judge drains the buffer to now and tells whether it holds after's worth
+// of bps or more: a frame due now is skipped.
+func (b *skipBuffer) judge(now time.Time, bps float64, after time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	skip := b.drainLocked(now, bps) >= bps*after.Seconds()
+	if skip {
+		b.skipped = now
+	}
+	return skip
+}
+
+// lastSkip is when the last frame was skipped (zero: none since the
+// buffer was reset).
+func (b *skipBuffer) lastSkip() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.skipped
+}
+
+// add puts a frame of bits started at now into the buffer.
+func (b *skipBuffer) add(now time.Time, bps, bits float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.drainLocked(now, bps)
+	b.fullness += bits
+}
+
+// reset empties the buffer: a new session's rate control starts from
+// nothing.
+func (b *skipBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fullness, b.at, b.skipped = 0, time.Time{}, time.Time{}
 }

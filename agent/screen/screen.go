@@ -422,6 +422,23 @@ func (m *Model) Version(v uint64) (Image, []Region, bool) {
 	return ev.img, out, true
 }
 
+// Changes returns the instants at which versions 1 to n appeared, n being
+// the newest presented at or before until: element v-1 is when version v
+// did. It is the ground truth of when the screen changed, against which a
+// frozen display is measured (a viewer that shows version v shows nothing
+// that appeared after element v-1). Like every answer it depends only on
+// until.
+func (m *Model) Changes(until time.Duration) []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.latest(until) + 1
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = m.events[i].img.At
+	}
+	return out
+}
+
 // Next implements Screen.
 func (m *Model) Next(t time.Duration) (time.Duration, bool) {
 	m.mu.Lock()

@@ -105,6 +105,32 @@ func TestScriptedChangesUnite(t *testing.T) {
 	require.InDelta(t, 0.75, merged.Complexity, 1e-12)
 }
 
+// Changes lists when each version appeared, element v-1 for version v, up
+// to the instant asked: the desktop at 0, then each change at its refresh,
+// two changes of one refresh being one version.
+func TestChangesAreTheVersionsInstants(t *testing.T) {
+	script := Config{Timeline: []Phase{{Source: Script{Changes: []Change{
+		{At: 10 * time.Millisecond, Regions: []Rect{{0, 0, 0.5, 0.5}}, Complexity: 1},
+		{At: 40 * time.Millisecond, Regions: []Rect{{0, 0.75, 0.25, 0.25}}, Complexity: 1},
+		{At: 45 * time.Millisecond, Regions: []Rect{{0.75, 0.75, 0.25, 0.25}}, Complexity: 0.5},
+		{At: 2 * time.Second, Regions: []Rect{{0, 0, 1, 1}}, Complexity: 0.5},
+	}}}}}
+	m := mustNew(t, 1, script)
+	require.Equal(t, []time.Duration{0, refresh(1), 50 * time.Millisecond}, m.Changes(time.Second))
+	for v, at := range m.Changes(time.Second) {
+		require.Equal(t, at, m.Latest(at).At)
+		require.Equal(t, uint64(v+1), m.Latest(at).Version)
+	}
+	require.Equal(t, []time.Duration{0}, m.Changes(refresh(1)-1))
+	require.Empty(t, m.Changes(-time.Nanosecond), "before the session: no image")
+	// Asked first for a late instant, a screen answers the same.
+	late := mustNew(t, 1, script)
+	require.Equal(t, []time.Duration{0, refresh(1), 50 * time.Millisecond, 2 * time.Second}, late.Changes(time.Minute))
+	require.Equal(t, late.Changes(time.Second), m.Changes(time.Second))
+	// A still screen changes once, at the start.
+	require.Equal(t, []time.Duration{0}, mustNew(t, 1, Config{}).Changes(time.Hour))
+}
+
 func TestTimelineSwitchesSources(t *testing.T) {
 	m := mustNew(t, 1, Config{Timeline: []Phase{
 		{At: 0, Source: Animation{}},

@@ -201,8 +201,8 @@ func quoteAll(ss []string) []string {
 // summaryTable has a row per result: the figures a reader scans first.
 func summaryTable(entries []reportEntry) render.Table {
 	t := render.Table{
-		Caption: "Summary: true latency of displayed frames, frames displayed per second, freezes (pauses over the freeze threshold) and the scenario's checks",
-		Header:  []string{"scenario", "median latency (ms)", "p95 latency (ms)", "fps", "freezes", "longest pause (ms)", "checks"},
+		Caption: "Summary: true latency of displayed frames, frames displayed per second, freezes (the display standing still over the freeze threshold while the screen had changed) and the scenario's checks",
+		Header:  []string{"scenario", "median latency (ms)", "p95 latency (ms)", "fps", "freezes", "freeze.longest (ms)", "checks"},
 	}
 	for _, e := range entries {
 		s := e.result.Summary
@@ -276,11 +276,17 @@ func scenarioSection(e reportEntry) (render.Section, error) {
 	if err != nil {
 		return s, fmt.Errorf("report: %s: %w", e.file, err)
 	}
+	stagesOver, err := plots.StagesOverTime(e.label+": where a frame's time goes, over time", r)
+	if err != nil {
+		return s, fmt.Errorf("report: %s: %w", e.file, err)
+	}
 	s.Figures = append(s.Figures,
 		render.Figure{Name: e.slug + "-latency.png", PNG: over,
 			Caption: fmt.Sprintf("%s: median latency per %v bucket (above); downlink capacity, target bitrate and video sent (below); dotted lines at the downlink's phase changes.", e.label, r.SampleEvery)},
 		render.Figure{Name: e.slug + "-stages.png", PNG: stages,
 			Caption: fmt.Sprintf("%s: median of each stage over the displayed frames (capture to end of encode, to sent, to arrived, to displayed); the dot is the median latency.", e.label)},
+		render.Figure{Name: e.slug + "-stages-time.png", PNG: stagesOver,
+			Caption: fmt.Sprintf("%s: the same stages per %v bucket of display, stacked, over the session; the line is the median latency. A band that grows is a backlog: waiting to send in front of the network (the send cap), network at the bottleneck.", e.label, r.SampleEvery)},
 	)
 	return s, nil
 }

@@ -46,7 +46,7 @@ func TestReportRendersResults(t *testing.T) {
 	// The synthetic result: 34 ms of latency most of the time, 28 fps
 	// (drops and a freeze), one freeze of 433 ms, a passing and a failing
 	// check.
-	require.Contains(t, string(md), "| scenario | median latency (ms) | p95 latency (ms) | fps | freezes | longest pause (ms) | checks |")
+	require.Contains(t, string(md), "| scenario | median latency (ms) | p95 latency (ms) | fps | freezes | freeze.longest (ms) | checks |")
 	require.Regexp(t, `\| wired \| 34\.0 \| \d+\.\d \| 28\.\d \| 1 \| 433\.3 \| \*\*1/2 FAIL\*\* \|`, string(md))
 	require.Regexp(t, `\| wifi \| 74\.0 \| `, string(md))
 	require.Contains(t, string(md), "2 results: 0 passed every check, 2 failed at least one.")
@@ -54,7 +54,8 @@ func TestReportRendersResults(t *testing.T) {
 	require.Contains(t, string(md), "Downlink: from 0s: rate 8 Mbit/s, delay 10ms; from 4s: rate 2 Mbit/s, delay 10ms.")
 	require.Contains(t, string(md), "| latency.median \\[0s, 10s) = 34 ms, want <= 100 ms | pass |")
 	require.Contains(t, string(md), "| fps \\[0s, 10s) = 28.2, want >= 35 | **FAIL** |")
-	figures := []string{"latency-cdf.png", "wired-latency.png", "wired-stages.png", "wifi-latency.png", "wifi-stages.png"}
+	figures := []string{"latency-cdf.png", "wired-latency.png", "wired-stages.png", "wired-stages-time.png",
+		"wifi-latency.png", "wifi-stages.png", "wifi-stages-time.png"}
 	for _, name := range figures {
 		require.Contains(t, string(md), "]("+name+")")
 		f, err := os.Open(filepath.Join(dir, name))

@@ -190,7 +190,7 @@ func printRunSummary(out io.Writer, r *result.Run) {
 	} else {
 		fmt.Fprintf(out, "\nrun: done: %v\n", r.Duration)
 	}
-	fmt.Fprintf(out, "summary: %d frames displayed of %d sent, %.1f fps; latency median %v, p95 %v; %d freezes (longest pause %v); handshake %v\n",
+	fmt.Fprintf(out, "summary: %d frames displayed of %d sent, %.1f fps; latency median %v, p95 %v; %d freezes (longest %v); handshake %v\n",
 		s.Displayed, s.Frames, s.FPS, s.Latency.Median.Round(10*time.Microsecond), s.Latency.P95.Round(10*time.Microsecond),
 		len(s.Freezes), s.FreezeLongest.Round(time.Millisecond), r.Handshake.Round(time.Microsecond))
 	failed := 0

@@ -25,6 +25,9 @@ type Frame struct {
 	PSNR float64
 	// ContentAt is when the captured content appeared on the screen.
 	ContentAt time.Time
+	// Version is the version of the screen the frame shows (screen.Image):
+	// the image captured, or for a refinement pass the image refined.
+	Version uint64
 	// Captured is the instant the image was taken (the capture time the
 	// frame carries, in true time).
 	Captured time.Time

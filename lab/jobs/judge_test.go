@@ -135,7 +135,8 @@ func TestCompareReport(t *testing.T) {
 	md, err := os.ReadFile(run.Report)
 	require.NoError(t, err)
 	for _, want := range []string{"# Compare: old-pipeline against as-written", "Verdict: old-pipeline against as-written: worse in 1",
-		"| pipeline-encoder-first-fix | latency.median | regression |", "(stages-pipeline-encoder-first-fix.png)", "(time-pipeline-encoder-first-fix.png)"} {
+		"| pipeline-encoder-first-fix | latency.median | regression |", "(stages-pipeline-encoder-first-fix.png)", "(time-pipeline-encoder-first-fix.png)",
+		"(stages-time-pipeline-encoder-first-fix.png)"} {
 		require.Contains(t, string(md), want)
 	}
 

@@ -107,7 +107,8 @@ func pooledSeconds(ev []reports.Evidence) []float64 {
 // figures draws a scenario's comparison: the latency distributions of
 // both sides (each run's quantiles pooled, as the verdict weighs them),
 // and the new side's runs over time, plus, when there are results on
-// both sides, where each side's time goes stage by stage. A figure that
+// both sides, where each side's time goes stage by stage, and the new
+// side's first run's stages over time. A figure that
 // cannot be drawn is left out with a line saying why.
 func figures(scenario, labelA, labelB string, a, b []reports.Evidence, resultsA, resultsB []*result.Run) ([]render.Figure, []string) {
 	var figs []render.Figure
@@ -141,6 +142,11 @@ func figures(scenario, labelA, labelB string, a, b []reports.Evidence, resultsA,
 			labelA: resultsA[0], labelB: resultsB[0],
 		})
 		add("stages-"+scenario+".png", fmt.Sprintf("%s: median time per stage, seed %d of %s and seed %d of %s", scenario, resultsA[0].Seed, labelA, resultsB[0].Seed, labelB), png, err)
+	}
+	if len(resultsB) > 0 {
+		r := resultsB[0]
+		png, err = plots.StagesOverTime(fmt.Sprintf("%s: where a frame's time goes, over time (%s seed %d)", scenario, labelB, r.Seed), r)
+		add("stages-time-"+scenario+".png", fmt.Sprintf("%s: the median of each stage per %v bucket of display, stacked, seed %d of %s; the line is the median latency, the dashed line the downlink's bottleneck queue", scenario, r.SampleEvery, r.Seed, labelB), png, err)
 	}
 	return figs, notes
 }

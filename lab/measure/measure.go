@@ -359,32 +359,83 @@ func (w window) count(kind, reason string) int {
 	return n
 }
 
-// freezes finds the pauses between displayed frames, cut to the window:
-// the pause from each display to the next, and from the last display to
-// the end of the session (an image frozen until the end is frozen too).
-// The wait for the first frame is start-up, not a freeze. It returns the
-// pauses longer than the freeze threshold and the longest pause.
+// freezes finds the stretches in which the screen had changed and the
+// display did not (stills), cut to the window. It returns those longer
+// than the freeze threshold and the longest, freeze or not.
 func (w window) freezes() ([]result.Interval, time.Duration, error) {
-	return pauses(w.r, Displayed(w.r), w.from, w.to)
+	disp := Displayed(w.r)
+	return freezesIn(w.r, disp, stills(w.r, disp), w.from, w.to)
 }
 
-// pauses is freezes over disp, the displayed frames in order of display.
-func pauses(r *result.Run, disp []result.FrameRecord, from, to time.Duration) ([]result.Interval, time.Duration, error) {
-	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= to })
-	if n == 0 {
+// stills are the stretches of the session in which the display stood
+// still while the screen had changed: for each frame that brought newer
+// content to the display (a higher screen version than any displayed
+// before it), from its display, or from the first change of the screen
+// after its version if that came later, until the next frame of newer
+// content was displayed, or the end of the session. A change is pending
+// from the refresh that presented it on the agent's screen, not from its
+// capture: a change the agent could not capture or encode (the encoder
+// restarting, the send cap full) leaves the display behind all the same.
+// A frame of the same version (a refinement pass) does not end a stretch:
+// the change it should show is still missing. The wait for the first
+// frame is start-up, not a still.
+//
+// A result without the screen's changes (written before they were
+// recorded) has every pause between two displays, and from the last to
+// the end, as a still: the measure it was written with.
+func stills(r *result.Run, disp []result.FrameRecord) []result.Interval {
+	recorded := len(r.ScreenChanges) > 0
+	for _, f := range disp {
+		recorded = recorded && f.Version > 0
+	}
+	var out []result.Interval
+	var shown uint64 // the newest version displayed so far
+	for i, f := range disp {
+		if recorded && f.Version <= shown {
+			continue // nothing newer on the display: the stretch goes on
+		}
+		shown = f.Version
+		// Until the next display of newer content, or the end.
+		end := r.Ran
+		for _, g := range disp[i+1:] {
+			if !recorded || g.Version > shown {
+				end = g.Displayed
+				break
+			}
+		}
+		start := f.Displayed
+		if recorded {
+			// Element v of the changes is when version v+1 appeared: the
+			// first change the display has not shown.
+			if shown >= uint64(len(r.ScreenChanges)) {
+				continue // the screen never changed again
+			}
+			start = max(start, r.ScreenChanges[shown])
+		}
+		if end > start {
+			out = append(out, result.Interval{From: start, To: end})
+		}
+	}
+	return out
+}
+
+// freezesIn cuts the stills st (in order, from stills) to [from, to) and
+// returns those longer than the freeze threshold and the longest. disp
+// are the displayed frames in order of display: before the first display
+// there is nothing to measure.
+func freezesIn(r *result.Run, disp []result.FrameRecord, st []result.Interval, from, to time.Duration) ([]result.Interval, time.Duration, error) {
+	if len(disp) == 0 || disp[0].Displayed >= to {
 		return nil, 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, to)
 	}
-	// Only the pause that contains from and those after it can reach into
-	// the window.
-	first := max(0, sort.Search(n, func(i int) bool { return disp[i].Displayed > from })-1)
+	// Only the stills ending after from can reach into the window.
+	first := sort.Search(len(st), func(i int) bool { return st[i].To > from })
 	out := []result.Interval{}
 	var longest time.Duration
-	for i := first; i < n; i++ {
-		a, b := disp[i].Displayed, r.Ran
-		if i+1 < len(disp) {
-			b = disp[i+1].Displayed
+	for _, s := range st[first:] {
+		if s.From >= to {
+			break
 		}
-		lo, hi := max(a, from), min(b, to)
+		lo, hi := max(s.From, from), min(s.To, to)
 		if hi <= lo {
 			continue
 		}
@@ -552,6 +603,7 @@ func changes(r *result.Run) []result.Recovery {
 // before the window ends counts the time to the end.
 func (w window) recoveries() ([]result.Recovery, error) {
 	disp := Displayed(w.r)
+	st := stills(w.r, disp)
 	median := func(a, b time.Duration) (time.Duration, bool) {
 		fs := framesIn(disp, a, b, displayedAt)
 		if len(fs) == 0 {
@@ -581,7 +633,7 @@ func (w window) recoveries() ([]result.Recovery, error) {
 			if m, ok := median(a, b); !ok || m > limit {
 				continue
 			}
-			if fz, _, err := pauses(w.r, disp, a, b); err != nil || len(fz) > 0 {
+			if fz, _, err := freezesIn(w.r, disp, st, a, b); err != nil || len(fz) > 0 {
 				continue
 			}
 			c.Recovered, c.After = true, s

@@ -110,8 +110,10 @@ func TestMeasureKnownAnswers(t *testing.T) {
 		{"frames.skipped.encoder-unavailable", 0, 0, 1},
 		{"frames.dropped", 0, 0, 2},
 		{"frames.dropped.overtaken", 0, 0, 1},
-		// Pauses after displays at 20 140 230 1600 1760 2520 ms and to the
-		// end: 120 90 1370 160 760 480; over 150 ms: 4.
+		// handmade records no screen changes, as results written before
+		// they were recorded: every pause counts (TestFreezesFollowTheScreen
+		// measures a screen). Pauses after displays at 20 140 230 1600 1760
+		// 2520 ms and to the end: 120 90 1370 160 760 480; over 150 ms: 4.
 		{"freezes", 0, 0, 4},
 		{"freeze.longest", 0, 0, 1.370},
 		// Cut at 2 s, the pause from 1760 lasts 240 ms there.
@@ -164,6 +166,89 @@ func TestMeasureKnownAnswers(t *testing.T) {
 		{At: time.Second, Direction: "both", Before: 30 * ms, Recovered: false, After: 2 * time.Second},
 		{At: 2200 * ms, Direction: "down", Before: 60 * ms, Recovered: false, After: 800 * ms},
 	}, rec)
+}
+
+// withScreen is handmade with its screen recorded: versions 1-4 appear at
+// 0, 100, 200 and 300 ms and version 5 at 2450 ms. Frames 1-3 show
+// versions 1-3, frame 4 (dropped) version 4, the refinement passes 5 and
+// 6 refine version 4, frame 7 shows version 5.
+func withScreen() *result.Run {
+	r := handmade()
+	r.ScreenChanges = []time.Duration{0, 100 * ms, 200 * ms, 300 * ms, 2450 * ms}
+	for i, v := range []uint64{1, 2, 3, 4, 4, 4, 5} {
+		r.Frames[i].Version = v
+	}
+	return r
+}
+
+// A freeze is a stretch in which the screen had changed and the display
+// did not. On withScreen: version 2 appears at 100 and shows at 140 (40
+// ms), version 3 at 200, shown at 230 (30 ms), version 4 at 300, shown at
+// 1600 by a refinement pass after its frame was dropped (1300 ms, the one
+// freeze); the pass at 1760 shows nothing newer, version 5 appears at 2450
+// and shows at 2520 (70 ms); then the screen stays still to the end.
+func TestFreezesFollowTheScreen(t *testing.T) {
+	r := withScreen()
+	s := time.Second
+	for _, tc := range []struct {
+		name     string
+		from, to time.Duration
+		want     float64
+	}{
+		{"freezes", 0, 0, 1},
+		{"freeze.longest", 0, 0, 1.3},
+		{"freezes", 0, 1500 * ms, 1}, // 300 -> 1500
+		{"freeze.longest", 0, 1500 * ms, 1.2},
+		{"freezes", s, 2 * s, 1}, // 1000 -> 1600
+		{"freeze.longest", s, 2 * s, 0.6},
+		{"freezes", 1700 * ms, 0, 0},
+		{"freeze.longest", 1700 * ms, 0, 0.070},
+		{"freezes", 0, 250 * ms, 0},
+		{"freeze.longest", 0, 250 * ms, 0.040},
+	} {
+		require.InDelta(t, tc.want, measured(t, r, tc.name, tc.from, tc.to), 1e-9, "%s [%v, %v)", tc.name, tc.from, tc.to)
+	}
+	require.Equal(t, []result.Interval{{From: 100 * ms, To: 140 * ms}, {From: 200 * ms, To: 230 * ms}, {From: 300 * ms, To: 1600 * ms}, {From: 2450 * ms, To: 2520 * ms}},
+		stills(r, Displayed(r)))
+	sum := Summarise(r)
+	require.Equal(t, []result.Interval{{From: 300 * ms, To: 1600 * ms}}, sum.Freezes)
+	require.Equal(t, 1300*ms, sum.FreezeLongest)
+
+	// The screen still after the first image: the same pauses in the
+	// display are no freeze, there being nothing to show.
+	still := withScreen()
+	still.ScreenChanges = still.ScreenChanges[:1]
+	for i := range still.Frames {
+		still.Frames[i].Version = 1
+	}
+	require.Zero(t, measured(t, still, "freezes", 0, 0))
+	require.Zero(t, measured(t, still, "freeze.longest", 0, 0))
+
+	// A moving screen shown half a second late, but at every refresh: the
+	// display never stands still, so that is latency, not a freeze. (The
+	// synthetic stream's first frames are captured before time zero,
+	// hence the window from 1 s.)
+	late := stream(func(time.Duration) time.Duration { return 500 * ms })
+	animate(late)
+	require.Zero(t, measured(t, late, "freezes", s, 0))
+	require.InDelta(t, (s / 60).Seconds(), measured(t, late, "freeze.longest", s, 0), 1e-9)
+	// The same frames on a screen that stands still from 2 s: its last
+	// change shows at 2.5 s, and nothing is pending after it.
+	late.ScreenChanges = late.ScreenChanges[:121]
+	for i, f := range late.Frames {
+		late.Frames[i].Version = min(f.Version, 121)
+	}
+	require.InDelta(t, 0, measured(t, late, "freeze.longest", 2600*ms, 0), 1e-9)
+
+	// A frame without its version cannot be placed against the screen:
+	// the result is measured as one without the screen's changes.
+	unplaced := withScreen()
+	unplaced.Frames[2].Version = 0
+	require.Equal(t, 4.0, measured(t, unplaced, "freezes", 0, 0))
+
+	// Nothing displayed before the window's end: nothing to measure.
+	_, err := Of(r, "freezes", 0, 10*ms)
+	require.ErrorIs(t, err, ErrNoData)
 }
 
 // The measurements that read a figure of their own, on the same result.
@@ -295,6 +380,19 @@ outer:
 	return r
 }
 
+// animate records r's screen as an animation that changes at every
+// refresh, and each frame's version as the one on the screen at its
+// capture.
+func animate(r *result.Run) {
+	tick := time.Second / 60
+	for t := time.Duration(0); t <= r.Ran; t += tick {
+		r.ScreenChanges = append(r.ScreenChanges, t)
+	}
+	for i, f := range r.Frames {
+		r.Frames[i].Version = uint64(max(0, f.Captured)/tick) + 1
+	}
+}
+
 // recovery.under on a steady stream: 60 frames in every second, so the
 // median of the second up to the display of frame k (the lower middle, the
 // 30th of 60) is under the bound once the last 30 frames are.
@@ -384,6 +482,12 @@ func TestMeasureRecovery(t *testing.T) {
 	// The pause from the last display before 6.5 s to 7 s must be under
 	// 150 ms inside the second: it starts at 6.85 s at the earliest.
 	require.InDelta(t, float64(1850*ms), float64(rec[0].After), float64(20*ms))
+	// The same with the screen recorded, an animation changing at every
+	// refresh: the pause is a freeze all the same.
+	animate(frozen)
+	again, err := newWindow(frozen, 0, frozen.Ran).recoveries()
+	require.NoError(t, err)
+	require.Equal(t, rec, again)
 
 	// Never back: the time to the end of the window.
 	never := stream(func(d time.Duration) time.Duration {

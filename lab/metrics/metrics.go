@@ -139,7 +139,7 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 	// Every known label value starts at zero, so that a dashboard shows
 	// "none yet" rather than "no data", and rate() sees a counter's
 	// first increase.
-	for _, r := range []string{agent.SkipSendCap, agent.SkipUnavailable} {
+	for _, r := range []string{agent.SkipSendCap, agent.SkipUnavailable, agent.SkipRateControl} {
 		m.framesSkipped.WithLabelValues(r)
 	}
 	for _, r := range []string{viewer.ReasonCorrupt, viewer.ReasonTruncated, viewer.ReasonOvertaken, viewer.ReasonLate} {

@@ -64,6 +64,13 @@ type Run struct {
 	Network NetworkInfo `json:"network"`
 	// Frames is the ground truth of every frame sent, by sequence number.
 	Frames []FrameRecord `json:"frames"`
+	// ScreenChanges is the ground truth of the agent's screen: element v-1
+	// is when version v of its content appeared (1 is the desktop at time
+	// zero), so a viewer showing a frame of version v has not shown
+	// anything from element v on. The freezes are measured against it.
+	// Absent from results written before it was recorded: their freezes
+	// are every pause between displayed frames, as they were measured then.
+	ScreenChanges []time.Duration `json:"screen_changes_ns,omitempty"`
 	// Events are the agent's skips and the viewer's drops, in order.
 	Events []EventRecord `json:"events"`
 	// Targets are the controller's bitrate and each of its changes.
@@ -206,8 +213,11 @@ type PhaseInfo struct {
 // then and takes time to encode), 0 in Estimate means the viewer had no
 // clock estimate yet.
 type FrameRecord struct {
-	Seq      uint64  `json:"seq"`
-	Pass     int     `json:"pass,omitempty"` // refinement pass, 0 for a new image (N15)
+	Seq  uint64 `json:"seq"`
+	Pass int    `json:"pass,omitempty"` // refinement pass, 0 for a new image (N15)
+	// Version is the version of the screen the frame shows (Run.ScreenChanges);
+	// a refinement pass shows the version it refines. 0: not recorded.
+	Version  uint64  `json:"version,omitempty"`
 	Keyframe bool    `json:"keyframe,omitempty"`
 	Bytes    int     `json:"bytes"` // the encoded frame, without the lab's frame header
 	Quality  float64 `json:"quality"`
@@ -327,8 +337,10 @@ type Summary struct {
 	EstimateErrorMax time.Duration `json:"estimate_error_max_ns"`
 	// FPS is frames displayed per second.
 	FPS float64 `json:"fps"`
-	// Freezes are the pauses between displayed frames longer than the
-	// freeze threshold; FreezeLongest is the longest pause, freeze or not.
+	// Freezes are the stretches longer than the freeze threshold in which
+	// the screen had changed and the display did not (see
+	// scenarios/FORMAT.md, measurement freezes); FreezeLongest is the
+	// longest such stretch, freeze or not.
 	Freezes       []Interval    `json:"freezes"`
 	FreezeLongest time.Duration `json:"freeze_longest_ns"`
 	// Skipped and Dropped count the agent's skips and the viewer's drops

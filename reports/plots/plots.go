@@ -1,9 +1,10 @@
 // Package plots draws the lab's report figures as PNG (gonum/plot):
 // latency and bitrate over time against the network's capacity, latency
-// distributions, where a frame's time goes stage by stage, and Pareto
-// fronts for sweeps. Every figure is deterministic (same input, same
-// bytes), has its legend beside the data rather than over it, and turns
-// empty input into an error or an empty plot that says so, never a panic.
+// distributions, where a frame's time goes stage by stage (as medians over
+// the session, and over time), and Pareto fronts for sweeps. Every figure
+// is deterministic (same input, same bytes), has its legend beside the data
+// rather than over it, and turns empty input into an error or an empty plot
+// that says so, never a panic.
 package plots
 
 import (

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,6 +86,9 @@ func TestFiguresDrawAndAreDeterministic(t *testing.T) {
 		"stages": func() ([]byte, error) {
 			return StageBreakdown("stages", map[string]*result.Run{"wired": a, "wifi": b})
 		},
+		"stages over time": func() ([]byte, error) {
+			return StagesOverTime("stages over time", b)
+		},
 		"pareto": func() ([]byte, error) {
 			return Pareto("sweep", "median latency (ms)", "bitrate (Mbit/s)", pts, ParetoFront(pts, true, false))
 		},
@@ -132,6 +136,8 @@ func TestDegenerateInput(t *testing.T) {
 	require.ErrorContains(t, err, `"nil" is nil`)
 	_, err = StageBreakdown("x", map[string]*result.Run{})
 	require.ErrorIs(t, err, ErrNoData)
+	_, err = StagesOverTime("x", nil)
+	require.ErrorIs(t, err, ErrNoData)
 	_, err = LatencyCDF("x", nil)
 	require.ErrorIs(t, err, ErrNoData)
 	_, err = Pareto("x", "a", "b", nil, nil)
@@ -148,6 +154,12 @@ func TestDegenerateInput(t *testing.T) {
 		},
 		"stages of an empty result": func() ([]byte, error) {
 			return StageBreakdown("empty", map[string]*result.Run{"empty": empty, "one": one})
+		},
+		"stages over time of an empty result": func() ([]byte, error) {
+			return StagesOverTime("empty", empty)
+		},
+		"stages over time of one frame": func() ([]byte, error) {
+			return StagesOverTime("one", one)
 		},
 		"cdf without values": func() ([]byte, error) {
 			return LatencyCDF("empty", []Series{{Label: "none"}, {Label: "nan", Values: []float64{math.NaN(), math.Inf(1)}}})
@@ -220,4 +232,76 @@ func TestTicks(t *testing.T) {
 	require.Equal(t, []string{"20", "30", "50", "100"}, labels(logTicks{}.Ticks(15, 160)), "3 on a short axis")
 	ts := log10Ticks{}.Ticks(math.Log10(15), math.Log10(160))
 	require.InDelta(t, math.Log10(20), ts[0].Value, 1e-12)
+}
+
+// Per bucket of the series, the median of each stage over the frames
+// displayed in it: 8, 1, 20 and 5 ms before the drop at 4 s; then the
+// network grows by the queue (300 ms at its height, for the frame captured
+// at 5 s and displayed at 5.334 s) and drains by 7 s.
+func TestStagesPerBucket(t *testing.T) {
+	r := plotstest.Result("x", 0)
+	bs := StagesPerBucket(r)
+	require.Len(t, bs, len(r.Series))
+	require.Equal(t, StageBucket{From: 0, To: 250 * time.Millisecond, Frames: 7,
+		Stages:  []time.Duration{8 * time.Millisecond, time.Millisecond, 20 * time.Millisecond, 5 * time.Millisecond},
+		Latency: 34 * time.Millisecond}, bs[0])
+	frames := 0
+	worst := 0
+	for i, b := range bs {
+		require.Equal(t, r.Series[i].From, b.From)
+		require.Equal(t, r.Series[i].Displayed, b.Frames, "bucket %v: the series counts the same frames", b.From)
+		frames += b.Frames
+		if b.Stages[2] > bs[worst].Stages[2] {
+			worst = i
+		}
+		if b.Frames > 0 {
+			require.Equal(t, 8*time.Millisecond, b.Stages[0])
+		}
+	}
+	require.Equal(t, r.Summary.Displayed, frames)
+	require.Equal(t, 5250*time.Millisecond, bs[worst].From, "the queue at its height shows a bucket later")
+	require.InDelta(t, float64(310*time.Millisecond), float64(bs[worst].Stages[2]), float64(10*time.Millisecond), "20 ms and a queue of 275-300 ms")
+
+	// Without a series, steps of the sample period over the run; a bucket
+	// without a displayed frame has no medians.
+	bare := plotstest.Result("bare", 0)
+	bare.Series = nil
+	bare.Frames = slices.DeleteFunc(bare.Frames, func(f result.FrameRecord) bool {
+		return f.Displayed >= time.Second && f.Displayed < 1250*time.Millisecond
+	})
+	bs = StagesPerBucket(bare)
+	require.Len(t, bs, 40)
+	require.Equal(t, StageBucket{From: time.Second, To: 1250 * time.Millisecond, Stages: make([]time.Duration, len(Stages))}, bs[4])
+	require.Equal(t, 7, bs[3].Frames)
+	require.Empty(t, StagesPerBucket(&result.Run{}))
+}
+
+// A backlog in front of the network grows the "waiting to send" band: on a
+// result whose frames wait 40 ms more to be sent every second, the band's
+// colour covers far more of the figure than on the same result without
+// the wait, and the per-bucket medians grow with it.
+func TestStagesOverTimeShowsABacklog(t *testing.T) {
+	backlog := plotstest.Result("backlog", 0)
+	for i, f := range backlog.Frames {
+		wait := f.Captured * 40 / 1000
+		backlog.Frames[i].Sent += wait
+		backlog.Frames[i].Arrived += wait
+		if f.WasDisplayed() {
+			backlog.Frames[i].Displayed += wait
+			backlog.Frames[i].Latency += wait
+		}
+	}
+	bs := StagesPerBucket(backlog)
+	require.Greater(t, bs[30].Stages[1], 250*time.Millisecond, "frames displayed at 7.5 s, captured about 7.2 s")
+	require.Less(t, bs[2].Stages[1], 30*time.Millisecond)
+
+	waiting := stageColours[1].(color.RGBA)
+	count := func(r *result.Run) int {
+		data, err := StagesOverTime("", r)
+		require.NoError(t, err)
+		return countNear(requirePlot(t, data), waiting, 8)
+	}
+	plain, grown := count(plotstest.Result("plain", 0)), count(backlog)
+	t.Logf("waiting-to-send pixels: %d without the backlog, %d with it", plain, grown)
+	require.Greater(t, grown, 20*max(plain, 100))
 }

@@ -45,8 +45,7 @@ func StageMedians(r *result.Run) (stages []time.Duration, latency time.Duration,
 	per := make([][]time.Duration, len(Stages))
 	var lat []time.Duration
 	for _, f := range r.Frames {
-		if !f.WasDisplayed() || f.Sent <= 0 || f.Arrived <= 0 || f.EncodeEnd < f.Captured ||
-			f.Sent < f.EncodeEnd || f.Arrived < f.Sent || f.Displayed < f.Arrived {
+		if !complete(f) {
 			continue
 		}
 		for i, st := range Stages {
