@@ -228,13 +228,19 @@ func TestPath(t *testing.T)     { runGroup(t, "path", "Path") }
 func TestTraffic(t *testing.T)  { runGroup(t, "traffic", "Traffic") }
 
 // Another seed gives another run that still meets every expectation of the
-// library: the bounds are written from the findings, not from one run.
+// library: the bounds are written from the findings, not from one run. The
+// RFC 8867 suite (group rmcat) is left to make bounds, which runs it ten
+// times at seed+1000: its 1405 s of sessions, several at once, would add
+// half a minute to every go test ./lab for one more seed.
 func TestLibraryAnotherSeed(t *testing.T) {
 	lib, err := scenarios.Library()
 	if err != nil {
 		t.Fatalf("the scenario library does not load:\n%v", err)
 	}
 	for _, base := range lib {
+		if slices.Contains(base.Groups, "rmcat") {
+			continue
+		}
 		t.Run(base.Name, func(t *testing.T) {
 			t.Parallel()
 			sc := *base
