@@ -66,9 +66,20 @@ fuzz:
 # each expectation's spread beside its bound and the bound the rule gives
 # (halfway, as ratios, between the spread and a 2x change), and rewrites the
 # table in docs/testing.md. About a minute on 2 cores.
+# BOUNDS_GROUP=rmcat measures one group's scenarios alone and rewrites only
+# their rows of the table.
 BOUNDS_RUNS ?= 10
+BOUNDS_GROUP ?=
 bounds:
-	go test -C lab -run '^TestLibrarySpread$$' -count=1 -timeout 0 -args -spread $(BOUNDS_RUNS) -spread-doc
+	go test -C lab -run '^TestLibrarySpread$$' -count=1 -timeout 0 -args -spread $(BOUNDS_RUNS) -spread-doc -spread-group=$(BOUNDS_GROUP)
+
+# rmcat runs RFC 8867's test cases (the rmcat group, docs/rmcat.md) with each
+# scenario's own controller, judged, and again with the other (abr <-> gcc),
+# prints the two side by side and rewrites the table in docs/rmcat.md. About
+# a minute on 2 cores; go test ./lab -run RMCAT alone runs the first pass.
+.PHONY: rmcat
+rmcat:
+	go test -C lab -run '^TestRMCAT$$' -count=1 -timeout 0 -v -args -rmcat-both -rmcat-doc
 
 # sweep runs the ABR sweep of lab/sweep/default-grid.yaml (72 points:
 # threshold 30-120 ms x decrease 10-30% x increase 5-25% x hold 1-1.5 s, over

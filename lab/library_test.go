@@ -74,6 +74,9 @@ func checkOutputs() error {
 	if *spreadRuns > 0 && *spreadDoc {
 		regions = append(regions, docregion.Bounds)
 	}
+	if *rmcatDoc {
+		regions = append(regions, docregion.RMCAT)
+	}
 	if len(regions) == 0 && *suiteOut == "" {
 		return nil
 	}
@@ -166,7 +169,9 @@ func runGroup(t *testing.T, group, entry string) {
 				// The bounds must catch a regression: a figure that
 				// doubles or halves fails (docs/testing.md says how the
 				// bounds were set).
-				if c.Pass && !catchesTwofold(c, c.Value) {
+				// (An expected failure's bound is a criterion's figure,
+				// not one set from runs.)
+				if c.Pass && c.ExpectedFailure == "" && !catchesTwofold(c, c.Value) {
 					t.Errorf("%s:%d: bound too loose: %s would still pass at twice or half the value; set it by make bounds", sc.File, c.Line, c)
 				}
 			}
@@ -223,13 +228,19 @@ func TestPath(t *testing.T)     { runGroup(t, "path", "Path") }
 func TestTraffic(t *testing.T)  { runGroup(t, "traffic", "Traffic") }
 
 // Another seed gives another run that still meets every expectation of the
-// library: the bounds are written from the findings, not from one run.
+// library: the bounds are written from the findings, not from one run. The
+// RFC 8867 suite (group rmcat) is left to make bounds, which runs it ten
+// times at seed+1000: its 1405 s of sessions, several at once, would add
+// half a minute to every go test ./lab for one more seed.
 func TestLibraryAnotherSeed(t *testing.T) {
 	lib, err := scenarios.Library()
 	if err != nil {
 		t.Fatalf("the scenario library does not load:\n%v", err)
 	}
 	for _, base := range lib {
+		if slices.Contains(base.Groups, "rmcat") {
+			continue
+		}
 		t.Run(base.Name, func(t *testing.T) {
 			t.Parallel()
 			sc := *base

@@ -14,8 +14,9 @@ import (
 // scenario.schema.json lists the same.
 
 // Groups are the go test entry points that run a scenario
-// (go test ./lab -run Mobile runs the group "mobile").
-var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr", "traffic"}
+// (go test ./lab -run Mobile runs the group "mobile"; rmcat is RFC 8867's
+// test cases, go test ./lab -run RMCAT).
+var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr", "traffic", "rmcat"}
 
 // Sources are the screen content models of agent/screen.
 var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo"}

@@ -29,7 +29,7 @@ func compareCmd(args []string, stdout, stderr io.Writer) error {
 func abrKeys() []string {
 	var out []string
 	for _, k := range jobs.SettingKeys() {
-		if k != "encoder" {
+		if k != "encoder" && k != "controller" {
 			out = append(out, k)
 		}
 	}
@@ -49,7 +49,10 @@ old-abr,hold=2s or threshold=80ms,decrease=25%. Names:
 
 `+configHelp()+`
 Settings: the ABR's `+strings.Join(abrKeys(), ", ")+`, with units
-(threshold=80ms, decrease=25%); encoder=PRESET, a software encoder preset.
+(threshold=80ms, decrease=25%); encoder=PRESET, a software encoder preset;
+controller=abr or controller=gcc, the adaptive controller (the scenario's
+initial bitrate and bounds, the kind's own defaults for the rest; before any
+ABR setting): -a as-written -b controller=gcc sets GCC beside the ABR.
 
 Without -scenario or -group the whole library runs (a configuration that
 does not apply to a scenario leaves it out, saying why).

@@ -1,9 +1,9 @@
 // Package docregion owns the generated regions of the project's docs: the
 // tables that commands write between two marker lines of a Markdown file
 // (the reproduction table, the README's class counts, the library's bounds,
-// the codec lab's rows). Generators check their region before a long run,
-// so a missing marker fails at once and names the file, and write only
-// between the markers, keeping the prose around them.
+// the RFC 8867 suite's table, the codec lab's rows). Generators check their
+// region before a long run, so a missing marker fails at once and names the
+// file, and write only between the markers, keeping the prose around them.
 package docregion
 
 import (
@@ -33,13 +33,17 @@ var (
 	// Bounds is the library's measured spreads and bounds (make bounds).
 	Bounds = Region{"docs/testing.md",
 		"<!-- bounds:begin (generated: make bounds) -->", "<!-- bounds:end -->"}
+	// RMCAT is the RFC 8867 suite's two controllers side by side (make
+	// rmcat).
+	RMCAT = Region{"docs/rmcat.md",
+		"<!-- rmcat:begin (generated: make rmcat) -->", "<!-- rmcat:end -->"}
 	// Codecs is the codec lab's reproduction rows (lab codecs -doc).
 	Codecs = Region{"docs/codecs.md",
 		"<!-- codecs:begin (generated: go run ./cmd/lab codecs -doc docs/codecs.md) -->", "<!-- codecs:end -->"}
 )
 
 // All lists every generated region of the project.
-var All = []Region{Reproduction, ClassCounts, Bounds, Codecs}
+var All = []Region{Reproduction, ClassCounts, Bounds, RMCAT, Codecs}
 
 // Find returns where the region's content starts and ends in doc, or an
 // error saying which marker is missing, repeated or out of order.

@@ -135,6 +135,7 @@ var settingKeys = []settingKey{
 	{"increase", "ABR: the rise without one (percentage)", abrPercent},
 	{"guard", "ABR: the share of the target the video must use (percentage)", abrPercent},
 	{"encoder", "the agent's software encoder preset", encoderPreset},
+	{"controller", "the adaptive bitrate controller, abr or gcc, with the scenario's initial bitrate and bounds", controllerKind},
 }
 
 // SettingKeys lists the keys of Setting, for usage messages.
@@ -183,6 +184,24 @@ func abrPercent(key, value string) (func(*scenarios.Scenario) error, error) {
 	}, nil
 }
 
+// controllerKind swaps an adaptive controller for the other kind (abr or
+// gcc), keeping its initial bitrate and bounds (scenarios.Controller.As):
+// the same sessions under the product's ABR and under GCC. Session flows
+// that take the scenario's controller change with it.
+func controllerKind(_, value string) (func(*scenarios.Scenario) error, error) {
+	if _, err := (scenarios.Controller{Kind: "abr"}).As(value); err != nil {
+		return nil, err
+	}
+	return func(sc *scenarios.Scenario) error {
+		c, err := sc.Controller.As(value)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		sc.Controller = c
+		return nil
+	}, nil
+}
+
 func encoderPreset(_, value string) (func(*scenarios.Scenario) error, error) {
 	if !slices.Contains(scenarios.SoftwarePresets(), value) {
 		return nil, fmt.Errorf("unknown encoder %q: expected one of %s", value, strings.Join(scenarios.SoftwarePresets(), ", "))
@@ -221,6 +240,11 @@ func ParseConfig(spec string) (Config, error) {
 		for _, s := range c.Settings {
 			if s.Key == key {
 				return Config{}, fmt.Errorf("configuration %q: %s set twice", spec, key)
+			}
+			// The swap starts the new controller from its defaults, so
+			// an ABR setting before it would be lost without a word.
+			if key == "controller" && s.Key != "encoder" {
+				return Config{}, fmt.Errorf("configuration %q: controller=%s comes before the ABR's settings (%s is set before it)", spec, value, s.Key)
 			}
 		}
 		apply, err := settingKeys[j].parse(key, value)
@@ -287,8 +311,11 @@ func (c Config) Changes() map[string]string {
 	}
 	for _, s := range c.Settings {
 		key := "controller." + s.Key
-		if s.Key == "encoder" {
+		switch s.Key {
+		case "encoder":
 			key = "agent.encoder"
+		case "controller":
+			key = "controller.kind"
 		}
 		out[key] = s.Value
 	}

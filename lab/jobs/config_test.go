@@ -35,18 +35,21 @@ func TestParseConfig(t *testing.T) {
 	require.Equal(t, AsWritten, c.Named.Name, "settings alone start from as-written")
 
 	for spec, want := range map[string]string{
-		"":                          "empty configuration",
-		"old-pipelin":               `unknown configuration "old-pipelin" (did you mean old-pipeline?): configurations are as-written, old-pipeline`,
-		"treshold=80ms":             `unknown setting "treshold" (did you mean threshold?): settings are threshold, window`,
-		"threshold=80":              `threshold: 80 is missing a unit: expected a duration`,
-		"threshold=-5ms":            "threshold: -5ms out of range",
-		"decrease=150%":             "decrease: 150% out of range",
-		"decrease=0%":               "decrease: 0% out of range: expected a percentage above 0% up to 100%",
-		"increase=5ms":              "increase: 5ms has the wrong unit",
-		"hold=1s,old-pipeline":      `"old-pipeline" is not key=value: a configuration's name comes first`,
-		"hold=1s,hold=2s":           "hold set twice",
-		"encoder=x264":              `encoder: unknown encoder "x264": expected one of`,
-		"old-pipeline,threshold=1s": "", // valid to parse; refused when applied to a fixed bitrate
+		"":                                "empty configuration",
+		"old-pipelin":                     `unknown configuration "old-pipelin" (did you mean old-pipeline?): configurations are as-written, old-pipeline`,
+		"treshold=80ms":                   `unknown setting "treshold" (did you mean threshold?): settings are threshold, window`,
+		"threshold=80":                    `threshold: 80 is missing a unit: expected a duration`,
+		"threshold=-5ms":                  "threshold: -5ms out of range",
+		"decrease=150%":                   "decrease: 150% out of range",
+		"decrease=0%":                     "decrease: 0% out of range: expected a percentage above 0% up to 100%",
+		"increase=5ms":                    "increase: 5ms has the wrong unit",
+		"hold=1s,old-pipeline":            `"old-pipeline" is not key=value: a configuration's name comes first`,
+		"hold=1s,hold=2s":                 "hold set twice",
+		"encoder=x264":                    `encoder: unknown encoder "x264": expected one of`,
+		"old-pipeline,threshold=1s":       "", // valid to parse; refused when applied to a fixed bitrate
+		"controller=nada":                 `controller: unknown adaptive controller "nada": expected abr or gcc`,
+		"threshold=80ms,controller=gcc":   "controller=gcc comes before the ABR's settings (threshold is set before it)",
+		"encoder=openh264,controller=gcc": "",
 	} {
 		_, err := ParseConfig(spec)
 		if want == "" {
@@ -96,6 +99,25 @@ func TestConfigApply(t *testing.T) {
 			require.False(t, sc.Path.Plain())
 		}
 	}
+	// The controller setting swaps the adaptive kind, keeping the bounds,
+	// and refuses a scenario without an adaptive controller.
+	c, err = ParseConfig("controller=gcc")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"controller.kind": "gcc"}, c.Changes())
+	sc = scenario(t, "rmcat-5-1-variable-capacity")
+	require.NoError(t, c.Apply(sc))
+	require.Equal(t, scenarios.Controller{Kind: "gcc", Bitrate: 150_000, Min: 150_000, Max: 1_500_000}, sc.Controller)
+	require.EqualError(t, c.Apply(scenario(t, "lan-animation")),
+		"scenario lan-animation: a fixed controller has no adaptive bitrate to hand to gcc: expected a scenario with controller kind abr or gcc")
+	c, err = ParseConfig("controller=abr,threshold=80ms")
+	require.NoError(t, err)
+	sc = scenario(t, "rmcat-5-1-variable-capacity")
+	sc.Controller, err = sc.Controller.As("gcc")
+	require.NoError(t, err)
+	require.NoError(t, c.Apply(sc), "abr settings after the swap apply to the new ABR")
+	require.Equal(t, "abr", sc.Controller.Kind)
+	require.Equal(t, 80*time.Millisecond, sc.Controller.Threshold)
+
 	c, err = ParseConfig("busy-pc")
 	require.NoError(t, err)
 	sc = scenario(t, "lan-animation")

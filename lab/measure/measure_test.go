@@ -731,7 +731,7 @@ func TestEvaluateExpectations(t *testing.T) {
 		{Measure: "no.such", Line: 15},
 	})
 	require.Len(t, checks, 6)
-	require.Equal(t, result.Check{Measure: "latency.median", Unit: scenarios.UnitDuration, To: 2 * time.Second, Max: f64(0.05), Value: 0.04, Pass: true, Line: 10}, checks[0])
+	require.Equal(t, result.Check{Measure: "latency.median", Unit: scenarios.UnitDuration, To: 2 * time.Second, Max: f64(0.05), Value: 0.04, Within: true, Pass: true, Line: 10}, checks[0])
 	require.Equal(t, "latency.median [0s, 2s) = 40 ms, want <= 50 ms: pass", checks[0].String())
 	require.False(t, checks[1].Pass)
 	require.Equal(t, 0.04, checks[1].Value)
@@ -771,6 +771,24 @@ func TestEvaluateExpectations(t *testing.T) {
 	require.False(t, r.Passed())
 	r.Checks = checks[:1]
 	require.True(t, r.Passed())
+
+	// An expected failure inverts the verdict: missing the bound passes
+	// and says so with the reason; meeting it fails, so the mark comes
+	// off; measuring nothing fails as any check does.
+	const why = "the queue drains slowly"
+	marked := Evaluate(r, []scenarios.Expectation{
+		{Measure: "latency.median", To: 2 * time.Second, Max: f64(0.03), ExpectedFailure: why},
+		{Measure: "latency.median", To: 2 * time.Second, Max: f64(0.05), ExpectedFailure: why},
+		{Measure: "latency.max", From: 2600 * ms, Max: f64(1), ExpectedFailure: why},
+	})
+	require.True(t, marked[0].Pass)
+	require.False(t, marked[0].Within)
+	require.Equal(t, "latency.median [0s, 2s) = 40 ms, want <= 30 ms: expected failure (the queue drains slowly)", marked[0].String())
+	require.False(t, marked[1].Pass)
+	require.True(t, marked[1].Within)
+	require.Equal(t, "latency.median [0s, 2s) = 40 ms, want <= 50 ms: FAIL (met a bound marked as an expected failure: the queue drains slowly; take the mark off)", marked[1].String())
+	require.False(t, marked[2].Pass, "nothing measured is no expected failure")
+	require.Contains(t, marked[2].String(), "no frame displayed")
 }
 
 // A result read back from JSON is the same result and measures the same.
