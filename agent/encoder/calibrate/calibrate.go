@@ -120,11 +120,7 @@ type driver interface {
 
 // run drives an encoder through a case frame by frame. wait is called with
 // each tick before the encoder sees it (the model's bubble sleeps there).
-func run(c Case, d driver, wait func(time.Duration)) ([]Frame, error) {
-	scr, err := c.screen()
-	if err != nil {
-		return nil, err
-	}
+func run(c Case, scr screen.Screen, d driver, wait func(time.Duration)) ([]Frame, error) {
 	var out []Frame
 	var prev uint64
 	bitrate := c.Bitrate
@@ -183,9 +179,8 @@ func Real(c Case) ([]Frame, error) {
 	}
 	defer enc.Close()
 	r := &realDriver{p: p, enc: enc}
-	// The screen model behind the painter must have presented a version
-	// before it is painted: run asks it (Since) first, so it has.
-	return run(c, r, func(time.Duration) {})
+	// The painter paints the versions run has seen: the same screen.
+	return run(c, scr, r, func(time.Duration) {})
 }
 
 type realDriver struct {
@@ -243,9 +238,13 @@ func Model(c Case, cfg encoder.Config) ([]Frame, error) {
 	if err := m.Open(); err != nil {
 		return nil, err
 	}
+	scr, err := c.screen()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	md := &modelDriver{m: m, start: start}
-	return run(c, md, func(at time.Duration) {
+	return run(c, scr, md, func(at time.Duration) {
 		if d := time.Until(start.Add(at)); d > 0 {
 			time.Sleep(d)
 		}
