@@ -3,6 +3,7 @@ package calibrate
 import (
 	"math"
 	"slices"
+	"time"
 
 	"github.com/nuvirahub/latencylab/agent/encoder"
 )
@@ -21,8 +22,10 @@ type Summary struct {
 	SkipRate float64
 }
 
-// Summarise sums up a case's frames (refinement passes left out).
-func Summarise(frames []Frame) Summary {
+// Summarise sums up a case's frames (refinement passes left out): the
+// first frame's size, and the P frames and skips from warmup on, once the
+// rate control has paid for that first frame.
+func Summarise(frames []Frame, warmup time.Duration) Summary {
 	var s Summary
 	var p []float64
 	attempts, skipped := 0, 0
@@ -33,6 +36,9 @@ func Summarise(frames []Frame) Summary {
 		}
 		if first && !f.Skipped {
 			s.IBytes, first = f.Bytes, false
+			continue
+		}
+		if f.At < warmup {
 			continue
 		}
 		attempts++
@@ -101,12 +107,13 @@ type Grid struct {
 }
 
 // DefaultGrid spans the model's plausible range: whole-screen needs from
-// 0.25 to 32 Mbit in steps of about 1.4, keyframes of 1 to 16 budgets, and
-// smallest frames from none to 1200 bytes.
+// 0.25 to 16 Mbit in steps of about 1.4, keyframes of 1 to 128 budgets
+// (OpenH264's first IDR hardly depends on the bitrate), and smallest frames
+// from none to 10 KB.
 var DefaultGrid = Grid{
-	FullScreenBits: []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6, 22e6, 32e6},
-	KeyframeFactor: []float64{1, 1.5, 2, 3, 4, 6, 8, 12, 16},
-	MinFrameBytes:  []int{-1, 50, 100, 200, 300, 500, 800, 1200},
+	FullScreenBits: []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
+	KeyframeFactor: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	MinFrameBytes:  []int{-1, 100, 300, 600, 1200, 2500, 5000, 10000},
 }
 
 // Errors is how far a model's summaries are from the reference's in one
@@ -182,13 +189,13 @@ func Loss(model, ref []Summary) float64 {
 // closest to ref (Loss), starting from base's other fields; ties go to the
 // first found. It runs the model once per combination, so it must be
 // called inside a synctest bubble.
-func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid) (Params, float64, error) {
+func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup time.Duration) (Params, float64, error) {
 	best, bestLoss := Params{}, math.Inf(1)
 	for _, fb := range grid.FullScreenBits {
 		for _, kf := range grid.KeyframeFactor {
 			for _, mb := range grid.MinFrameBytes {
 				p := Params{FullScreenBits: fb, KeyframeFactor: kf, MinFrameBytes: mb}
-				sums, err := ModelSummaries(cases, p.Apply(base))
+				sums, err := ModelSummaries(cases, p.Apply(base), warmup)
 				if err != nil {
 					return Params{}, 0, err
 				}
@@ -203,14 +210,14 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid) (Params, f
 
 // ModelSummaries runs the model of cfg through every case (inside a
 // synctest bubble) and sums each up.
-func ModelSummaries(cases []Case, cfg encoder.Config) ([]Summary, error) {
+func ModelSummaries(cases []Case, cfg encoder.Config, warmup time.Duration) ([]Summary, error) {
 	out := make([]Summary, len(cases))
 	for i, c := range cases {
 		fr, err := Model(c, cfg)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = Summarise(fr)
+		out[i] = Summarise(fr, warmup)
 	}
 	return out, nil
 }

@@ -25,8 +25,13 @@ type Options struct {
 	// and Bitrates.
 	Kinds    []string
 	Bitrates []int
-	// Length is how long each size case runs; zero means 2 s.
+	// Length is how long each size case runs; zero means 8 s.
 	Length time.Duration
+	// Warmup is when a size case's P frames and skips start counting: the
+	// first keyframe is paid for by then (OpenH264's first IDR is 50-360
+	// KB at 720p whatever the target, seconds of a low bitrate); zero
+	// means half of Length.
+	Warmup time.Duration
 	// Grid is what Fit searches; the zero Grid means DefaultGrid.
 	Grid Grid
 }
@@ -72,7 +77,10 @@ func Measure(o Options) (*Report, error) {
 		o.Bitrates = Bitrates
 	}
 	if o.Length == 0 {
-		o.Length = 2 * time.Second
+		o.Length = 8 * time.Second
+	}
+	if o.Warmup == 0 {
+		o.Warmup = o.Length / 2
 	}
 	if o.Grid.FullScreenBits == nil {
 		o.Grid = DefaultGrid
@@ -88,22 +96,22 @@ func Measure(o Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: real encoder, %s at %d bit/s: %w", c.Kind, c.Bitrate, err)
 		}
-		rep.Real = append(rep.Real, Summarise(fr))
+		rep.Real = append(rep.Real, Summarise(fr, o.Warmup))
 	}
 	base, err := encoder.Preset(encoder.PresetOpenH264Asm)
 	if err != nil {
 		return nil, err
 	}
 	rep.Default = Of(base)
-	if rep.Before, err = ModelSummaries(rep.Cases, base); err != nil {
+	if rep.Before, err = ModelSummaries(rep.Cases, base, o.Warmup); err != nil {
 		return nil, err
 	}
 	rep.LossBefore = Loss(rep.Before, rep.Real)
-	if rep.Fitted, rep.LossAfter, err = Fit(rep.Cases, rep.Real, base, o.Grid); err != nil {
+	if rep.Fitted, rep.LossAfter, err = Fit(rep.Cases, rep.Real, base, o.Grid, o.Warmup); err != nil {
 		return nil, err
 	}
 	fitted := rep.Fitted.Apply(base)
-	if rep.After, err = ModelSummaries(rep.Cases, fitted); err != nil {
+	if rep.After, err = ModelSummaries(rep.Cases, fitted, o.Warmup); err != nil {
 		return nil, err
 	}
 	for _, x := range []struct {
@@ -221,8 +229,8 @@ func WriteReport(dir string, r *Report) error {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# The H.264 model calibrated against OpenH264\n\n")
-	fmt.Fprintf(&b, "OpenH264 %s (720p, frame skipping on, 60 Hz) and the model (preset %s, before and after the fit) on the same screen timelines, seed %d, %v a case.\n\n",
-		openh264.Version(), encoder.PresetOpenH264Asm, Seed, r.Options.Length)
+	fmt.Fprintf(&b, "OpenH264 %s (720p, frame skipping on, 60 Hz) and the model (preset %s, before and after the fit) on the same screen timelines, seed %d, %v a case; the keyframe is the first frame, the P frames and skips count from %v.\n\n",
+		openh264.Version(), encoder.PresetOpenH264Asm, Seed, r.Options.Length, r.Options.Warmup)
 	b.WriteString("## Fitted parameters\n\n" + r.ParamsTable() + "\n")
 	b.WriteString("## Error per content kind\n\nMdAPE: median absolute percentage error over the bitrates; skip-rate difference: mean absolute difference in percentage points.\n\n" + r.ErrorTable() + "\n")
 	b.WriteString("## Per case\n\n| content | target | real I | before | after | real P median | before | after | real skip | before | after |\n|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -35,7 +35,7 @@ func TestCalibrationReport(t *testing.T) {
 		return
 	}
 	small := Options{
-		Kinds: []string{"animation", "typing"}, Bitrates: []int{250_000, 2_000_000}, Length: time.Second,
+		Kinds: []string{"animation", "typing"}, Bitrates: []int{250_000, 2_000_000}, Length: 2 * time.Second,
 		Grid: Grid{FullScreenBits: []float64{1e6, 4e6}, KeyframeFactor: []float64{2, 4}, MinFrameBytes: []int{100, 300}},
 	}
 	var dirs []string
