@@ -109,11 +109,11 @@ type Grid struct {
 // DefaultGrid spans the model's plausible range: whole-screen needs from
 // 0.25 to 16 Mbit in steps of about 1.4, keyframes of 1 to 128 budgets
 // (OpenH264's first IDR hardly depends on the bitrate), and smallest frames
-// from none to 10 KB.
+// from none to 40 KB.
 var DefaultGrid = Grid{
 	FullScreenBits: []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
 	KeyframeFactor: []float64{1, 2, 4, 8, 16, 32, 64, 128},
-	MinFrameBytes:  []int{-1, 100, 300, 600, 1200, 2500, 5000, 10000},
+	MinFrameBytes:  []int{-1, 100, 300, 600, 1200, 2500, 5000, 10000, 20000, 40000},
 }
 
 // Errors is how far a model's summaries are from the reference's in one

@@ -58,6 +58,12 @@ type Report struct {
 	// are Loss's.
 	Default, Fitted       Params
 	LossBefore, LossAfter float64
+	// ByKind are the parameters fitted to each kind alone, in the options'
+	// order, and the errors of the model with them on that kind: how far
+	// one set of parameters for every content is from what each content
+	// wants.
+	ByKind       []Params
+	ByKindErrors []Errors
 	// Refine and Step are the other experiments' frames, by encoder:
 	// "real", "before", "after".
 	Refine, Step map[string][]Frame
@@ -113,6 +119,24 @@ func Measure(o Options) (*Report, error) {
 	fitted := rep.Fitted.Apply(base)
 	if rep.After, err = ModelSummaries(rep.Cases, fitted, o.Warmup); err != nil {
 		return nil, err
+	}
+	for _, k := range o.Kinds {
+		var cases []Case
+		var ref []Summary
+		for i, c := range rep.Cases {
+			if c.Kind == k {
+				cases, ref = append(cases, c), append(ref, rep.Real[i])
+			}
+		}
+		p, _, err := Fit(cases, ref, base, o.Grid, o.Warmup)
+		if err != nil {
+			return nil, err
+		}
+		sums, err := ModelSummaries(cases, p.Apply(base), o.Warmup)
+		if err != nil {
+			return nil, err
+		}
+		rep.ByKind, rep.ByKindErrors = append(rep.ByKind, p), append(rep.ByKindErrors, Compare(sums, ref))
 	}
 	for _, x := range []struct {
 		c   Case
@@ -177,6 +201,18 @@ func (r *Report) ParamsTable() string {
 		minBytes(r.Default.MinFrameBytes), minBytes(r.Fitted.MinFrameBytes), r.LossBefore, r.LossAfter)
 }
 
+// ByKindTable is the parameters fitted to each kind alone and their
+// errors on it, Markdown.
+func (r *Report) ByKindTable() string {
+	var b strings.Builder
+	b.WriteString("| content | FullScreenBits | KeyframeFactor | MinFrameBytes | P-frame size MdAPE | keyframe size MdAPE | skip-rate difference |\n|---|---|---|---|---|---|---|\n")
+	for i, k := range r.Options.Kinds {
+		p, e := r.ByKind[i], r.ByKindErrors[i]
+		fmt.Fprintf(&b, "| %s | %.3g | %g | %s | %s | %s | %.1f pp |\n", k, p.FullScreenBits, p.KeyframeFactor, minBytes(p.MinFrameBytes), pct(e.PMdAPE), pct(e.IMdAPE), e.SkipDiff)
+	}
+	return b.String()
+}
+
 func minBytes(v int) string {
 	if v < 0 {
 		return "none"
@@ -233,6 +269,7 @@ func (r *Report) Markdown() string {
 		openh264.Version(), encoder.PresetOpenH264Asm, Seed, r.Options.Length, r.Options.Warmup)
 	b.WriteString("## Fitted parameters\n\n" + r.ParamsTable() + "\n")
 	b.WriteString("## Error per content kind\n\nMdAPE: median absolute percentage error over the bitrates; skip-rate difference: mean absolute difference in percentage points.\n\n" + r.ErrorTable() + "\n")
+	b.WriteString("## Fitted to each kind alone\n\n" + r.ByKindTable() + "\n")
 	b.WriteString("## Per case\n\n| content | target | real I | before | after | real P median | before | after | real skip | before | after |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, c := range r.Cases {
 		rl, bf, af := r.Real[i], r.Before[i], r.After[i]

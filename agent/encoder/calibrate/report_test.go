@@ -30,7 +30,7 @@ func TestCalibrationReport(t *testing.T) {
 			rep, err := Measure(Options{})
 			require.NoError(t, err)
 			require.NoError(t, WriteReport(*out, rep))
-			t.Logf("\n%s\n%s", rep.ParamsTable(), rep.ErrorTable())
+			t.Logf("\n%s\n%s\n%s", rep.ParamsTable(), rep.ErrorTable(), rep.ByKindTable())
 		})
 		return
 	}
@@ -48,6 +48,7 @@ func TestCalibrationReport(t *testing.T) {
 			require.LessOrEqual(t, rep.LossAfter, rep.LossBefore, "the fit is no worse than the defaults it could have kept")
 			require.NotEmpty(t, rep.Refine["real"])
 			require.NotEmpty(t, rep.Step["real"])
+			require.Len(t, rep.ByKind, len(small.Kinds))
 		})
 		dirs = append(dirs, dir)
 	}
