@@ -77,6 +77,8 @@ type Case struct {
 	StepTo int
 	// Length is how long the case runs.
 	Length time.Duration
+	// Width and Height are the pictures' size; zero means 1280x720.
+	Width, Height int
 	// Passes, when positive, makes the encoder encode the last picture
 	// again every PassEvery once the screen stops changing, up to Passes
 	// times (N15's refinement).
@@ -160,7 +162,7 @@ func run(c Case, scr screen.Screen, d driver, wait func(time.Duration)) ([]Frame
 	return out, nil
 }
 
-// Real runs OpenH264 through a case: 720p, the target bitrate, frame
+// Real runs OpenH264 through a case: 720p (or the case's size), the target bitrate, frame
 // skipping on, as the openh264-real preset; the painter's pictures of the
 // case's screen, timestamped with their ticks.
 func Real(c Case) ([]Frame, error) {
@@ -168,7 +170,7 @@ func Real(c Case) ([]Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := paint.New(Seed, scr, paint.Config{})
+	p, err := paint.New(Seed, scr, paint.Config{Width: c.Width, Height: c.Height})
 	if err != nil {
 		return nil, err
 	}

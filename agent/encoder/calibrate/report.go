@@ -17,6 +17,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
+	"github.com/nuvirahub/latencylab/agent/screen/paint"
 )
 
 // Options size a calibration run.
@@ -32,6 +33,10 @@ type Options struct {
 	// KB at 720p whatever the target, seconds of a low bitrate); zero
 	// means half of Length.
 	Warmup time.Duration
+	// Width and Height are the pictures' size; zero means 1280x720. The
+	// model has no resolution: its FullScreenBits is a whole screen's need
+	// at whatever size it is calibrated at.
+	Width, Height int
 	// Grid is what Fit searches; the zero Grid means DefaultGrid.
 	Grid Grid
 }
@@ -94,7 +99,7 @@ func Measure(o Options) (*Report, error) {
 	rep := &Report{Options: o, Refine: map[string][]Frame{}, Step: map[string][]Frame{}}
 	for _, k := range o.Kinds {
 		for _, b := range o.Bitrates {
-			rep.Cases = append(rep.Cases, Case{Kind: k, Bitrate: b, Length: o.Length})
+			rep.Cases = append(rep.Cases, Case{Kind: k, Bitrate: b, Length: o.Length, Width: o.Width, Height: o.Height})
 		}
 	}
 	for _, c := range rep.Cases {
@@ -142,6 +147,7 @@ func Measure(o Options) (*Report, error) {
 		c   Case
 		dst map[string][]Frame
 	}{{RefineCase, rep.Refine}, {StepCase, rep.Step}} {
+		x.c.Width, x.c.Height = o.Width, o.Height
 		if x.dst["real"], err = Real(x.c); err != nil {
 			return nil, err
 		}
@@ -265,8 +271,12 @@ func WriteReport(dir string, r *Report) error {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# The H.264 model calibrated against OpenH264\n\n")
-	fmt.Fprintf(&b, "OpenH264 %s (720p, frame skipping on, 60 Hz) and the model (preset %s, before and after the fit) on the same screen timelines, seed %d, %v a case; the keyframe is the first frame, the P frames and skips count from %v.\n\n",
-		openh264.Version(), encoder.PresetOpenH264Asm, Seed, r.Options.Length, r.Options.Warmup)
+	w, h := r.Options.Width, r.Options.Height
+	if w == 0 {
+		w, h = paint.DefaultWidth, paint.DefaultHeight
+	}
+	fmt.Fprintf(&b, "OpenH264 %s (%dx%d, frame skipping on, 60 Hz) and the model (preset %s, before and after the fit) on the same screen timelines, seed %d, %v a case; the keyframe is the first frame, the P frames and skips count from %v.\n\n",
+		openh264.Version(), w, h, encoder.PresetOpenH264Asm, Seed, r.Options.Length, r.Options.Warmup)
 	b.WriteString("## Fitted parameters\n\n" + r.ParamsTable() + "\n")
 	b.WriteString("## Error per content kind\n\nMdAPE: median absolute percentage error over the bitrates; skip-rate difference: mean absolute difference in percentage points.\n\n" + r.ErrorTable() + "\n")
 	b.WriteString("## Fitted to each kind alone\n\n" + r.ByKindTable() + "\n")

@@ -15,10 +15,14 @@ import (
 )
 
 // out, when set, makes TestCalibrationReport run the whole calibration and
-// write its report there:
+// write its report there (height 1080 for the write-ups' screen):
 //
 //	go test ./agent/encoder/calibrate -run TestCalibrationReport -calibrate.out out/calibrate -v
-var out = flag.String("calibrate.out", "", "run the whole calibration and write its report (report.md and plots) into this folder")
+//	go test ./agent/encoder/calibrate -run TestCalibrationReport -calibrate.out out/calibrate-1080p -calibrate.height 1080 -v -timeout 30m
+var (
+	out    = flag.String("calibrate.out", "", "run the whole calibration and write its report (report.md and plots) into this folder")
+	height = flag.Int("calibrate.height", 720, "with -calibrate.out: the pictures' height, 720 or 1080 (16:9)")
+)
 
 // TestCalibrationReport runs the calibration and writes its report. Without
 // -calibrate.out it runs a small one twice and checks the files are there
@@ -27,7 +31,15 @@ func TestCalibrationReport(t *testing.T) {
 	openh264test.Require(t)
 	if *out != "" {
 		synctest.Test(t, func(t *testing.T) {
-			rep, err := Measure(Options{})
+			o := Options{}
+			switch *height {
+			case 720:
+			case 1080:
+				o.Width, o.Height = 1920, 1080
+			default:
+				t.Fatalf("-calibrate.height %d: want 720 or 1080", *height)
+			}
+			rep, err := Measure(o)
 			require.NoError(t, err)
 			require.NoError(t, WriteReport(*out, rep))
 			t.Logf("\n%s\n%s\n%s", rep.ParamsTable(), rep.ErrorTable(), rep.ByKindTable())
