@@ -24,7 +24,6 @@
 package calibrate
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -277,6 +276,3 @@ func (d *modelDriver) refine(time.Duration) (int, bool, error) {
 }
 
 func (d *modelDriver) setBitrate(bps int) error { return d.m.SetBitrate(bps) }
-
-// ErrNoFrames: a case made no frame to compare.
-var ErrNoFrames = errors.New("calibrate: no frames")

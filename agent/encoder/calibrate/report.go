@@ -54,8 +54,10 @@ var (
 // Report is a calibration run: the real encoder and the model before and
 // after the fit, side by side.
 type Report struct {
+	// Options are the run's, defaults filled in.
 	Options Options
-	Cases   []Case
+	// Cases are the size experiment's cases: every kind at every bitrate.
+	Cases []Case
 	// Real, Before and After are the size cases' summaries: OpenH264, the
 	// openh264-asm preset as it is, and with the fitted parameters.
 	Real, Before, After []Summary
