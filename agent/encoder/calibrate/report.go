@@ -416,7 +416,11 @@ func png(p *plot.Plot) ([]byte, error) {
 // the real encoder solid and the fitted model dashed.
 func (r *Report) bySize(title, yLabel string, val func(Summary) (float64, bool), logY bool) ([]byte, error) {
 	p := newPlot(title+" (solid: OpenH264, dashed: model after the fit)", "target bitrate (Mbit/s)", yLabel)
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	var ticks plot.ConstantTicks
+	for _, b := range r.Options.Bitrates {
+		ticks = append(ticks, plot.Tick{Value: float64(b) / 1e6, Label: fmt.Sprint(float64(b) / 1e6)})
+	}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, ticks
 	if logY {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	}
