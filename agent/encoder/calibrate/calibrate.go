@@ -2,10 +2,10 @@
 // real OpenH264 encoder (agent/encoder/openh264) on the same screen
 // timelines, and fits the model's parameters to what the real encoder does.
 //
-// Both encoders see the same versions of the same screen model at 720p,
-// frame by frame at 60 Hz: the real one the painter's pictures
-// (agent/screen/paint), the model the changed area and detail of the same
-// versions. Four experiments:
+// Both encoders see the same versions of the same screen model, at 720p
+// unless asked for another size, frame by frame at 60 Hz: the real one the
+// painter's pictures (agent/screen/paint), the model the changed area and
+// detail of the same versions. Three experiments:
 //
 //   - Sizes: every content kind (Kinds) at every target bitrate (Bitrates),
 //     the keyframe's size, the median size of the other frames and the
@@ -15,6 +15,10 @@
 //     agent's refinement passes do.
 //   - Step: the animation at one bitrate, then at another from a given
 //     instant: how fast each rate control follows.
+//
+// Fit searches a grid of the model's size parameters for the values that
+// bring its sizes and skips closest to the real encoder's; Measure runs it
+// all and WriteReport writes report.md and the plots.
 //
 // The model reads the clock (a frame's budget is the bitrate times the time
 // since the previous frame), so the model's runs (Model, and Fit, which runs
