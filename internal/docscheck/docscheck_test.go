@@ -25,7 +25,7 @@ var sections = map[string][]string{
 	"docs/own-scenarios.md": {"Write a scenario file", "Run it: `lab test`", "Exact by default", "The exit status", "Mistakes in a file", "Read the report", "JUnit in CI", "From go test"},
 	"docs/netem.md":         {"Impairments", "The order a packet meets them", "Timeline", "Seeding", "Real time and virtual time"},
 	"docs/kernel.md":        {"The congestion-controller grid", "N11 half reproduces", "Media with the ABR", "Against a competing flow"},
-	"docs/codecs.md":        {"Running it", "The reference run", "Where the lab's figures differ, and why", "Lossless support mode"},
+	"docs/codecs.md":        {"Running it", "The reference run", "Where the lab's figures differ, and why", "Lossless support mode", "The model calibrated against OpenH264"},
 	"docs/observability.md": {"A scenario in real time: `lab run`", "Grafana", "Metrics", "A past run in Grafana: `lab openmetrics`", "Packets", "Any program's UDP traffic: `lab proxy`"},
 	"docs/reports.md":       {"Nightly and accept", "When is it a regression?", "Compare", "Sweep", "Report"},
 	"docs/determinism.md":   {"What a seed fixes", "Worker processes", "Exact sessions"},

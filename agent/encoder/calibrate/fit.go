@@ -1,0 +1,223 @@
+package calibrate
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/nuvirahub/latencylab/agent/encoder"
+)
+
+// Summary is what an encoder did in one case of the size experiment.
+type Summary struct {
+	// IBytes is the first keyframe's size.
+	IBytes int
+	// PBytes is the median size of the frames of new content after it that
+	// were encoded (0 when there was none).
+	PBytes float64
+	// P counts those frames.
+	P int
+	// SkipRate is the share of the new images after the first that the
+	// rate control skipped.
+	SkipRate float64
+}
+
+// Summarise sums up a case's frames (refinement passes left out): the
+// first frame's size, and the P frames and skips from warmup on, once the
+// rate control has paid for that first frame.
+func Summarise(frames []Frame, warmup time.Duration) Summary {
+	var s Summary
+	var p []float64
+	attempts, skipped := 0, 0
+	first := true
+	for _, f := range frames {
+		if f.Pass > 0 {
+			continue
+		}
+		if first && !f.Skipped {
+			s.IBytes, first = f.Bytes, false
+			continue
+		}
+		if f.At < warmup {
+			continue
+		}
+		attempts++
+		if f.Skipped {
+			skipped++
+			continue
+		}
+		p = append(p, float64(f.Bytes))
+	}
+	s.P = len(p)
+	s.PBytes = median(p)
+	if attempts > 0 {
+		s.SkipRate = float64(skipped) / float64(attempts)
+	}
+	return s
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// Params are the model's parameters the calibration fits: the ones that
+// decide frame sizes and skips (encoder.Config's fields of the same names).
+type Params struct {
+	FullScreenBits float64
+	KeyframeFactor float64
+	// MinFrameBytes as encoder.Config has it: negative means none.
+	MinFrameBytes int
+}
+
+// Apply returns cfg with p's values.
+func (p Params) Apply(cfg encoder.Config) encoder.Config {
+	cfg.FullScreenBits, cfg.KeyframeFactor, cfg.MinFrameBytes = p.FullScreenBits, p.KeyframeFactor, p.MinFrameBytes
+	return cfg
+}
+
+// Of reads cfg's parameters, defaults filled in.
+func Of(cfg encoder.Config) Params {
+	p := Params{FullScreenBits: cfg.FullScreenBits, KeyframeFactor: cfg.KeyframeFactor, MinFrameBytes: cfg.MinFrameBytes}
+	if p.FullScreenBits == 0 {
+		p.FullScreenBits = encoder.DefaultFullScreenBits
+	}
+	if p.KeyframeFactor == 0 {
+		p.KeyframeFactor = encoder.DefaultKeyframeFactor
+	}
+	if p.MinFrameBytes == 0 {
+		p.MinFrameBytes = encoder.DefaultMinFrameBytes
+	}
+	return p
+}
+
+// Grid is the values Fit tries, every combination.
+type Grid struct {
+	FullScreenBits []float64
+	KeyframeFactor []float64
+	MinFrameBytes  []int
+}
+
+// DefaultGrid spans the model's plausible range: whole-screen needs from
+// 0.25 to 16 Mbit in steps of about 1.4, keyframes of 1 to 128 budgets
+// (OpenH264's first IDR hardly depends on the bitrate), and smallest frames
+// from none to 40 KB.
+var DefaultGrid = Grid{
+	FullScreenBits: []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
+	KeyframeFactor: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	MinFrameBytes:  []int{-1, 100, 300, 600, 1200, 2500, 5000, 10000, 20000, 40000},
+}
+
+// Errors is how far a model's summaries are from the reference's in one
+// content kind.
+type Errors struct {
+	// PMdAPE is the median absolute percentage error of the median P-frame
+	// size, over the bitrates where both made P frames; NaN when none.
+	PMdAPE float64
+	// IMdAPE is the same for the keyframe's size.
+	IMdAPE float64
+	// SkipDiff is the mean absolute difference of the skip rates, in
+	// percentage points.
+	SkipDiff float64
+}
+
+// Compare measures a model's summaries against the reference's, case by
+// case (the same order).
+func Compare(model, ref []Summary) Errors {
+	var p, i []float64
+	skip := 0.0
+	for k := range ref {
+		if ref[k].P > 0 && model[k].P > 0 {
+			p = append(p, 100*math.Abs(model[k].PBytes-ref[k].PBytes)/ref[k].PBytes)
+		}
+		if ref[k].IBytes > 0 {
+			i = append(i, 100*math.Abs(float64(model[k].IBytes-ref[k].IBytes))/float64(ref[k].IBytes))
+		}
+		skip += 100 * math.Abs(model[k].SkipRate-ref[k].SkipRate)
+	}
+	e := Errors{PMdAPE: math.NaN(), IMdAPE: math.NaN(), SkipDiff: skip / float64(max(len(ref), 1))}
+	if len(p) > 0 {
+		e.PMdAPE = median(p)
+	}
+	if len(i) > 0 {
+		e.IMdAPE = median(i)
+	}
+	return e
+}
+
+// Loss is what Fit minimises over a set of cases: the mean of the squared
+// log ratios of the P-frame and keyframe sizes (a factor of two too big
+// costs what a factor of two too small does) plus the squared skip-rate
+// differences.
+func Loss(model, ref []Summary) float64 {
+	sum, n := 0.0, 0
+	for k := range ref {
+		if ref[k].P > 0 {
+			// A model that makes no P frame where the reference does is as
+			// wrong as one a factor of e^2 off.
+			l := 2.0
+			if model[k].P > 0 {
+				l = math.Log(model[k].PBytes / ref[k].PBytes)
+			}
+			sum += l * l
+			n++
+		}
+		if ref[k].IBytes > 0 && model[k].IBytes > 0 {
+			l := math.Log(float64(model[k].IBytes) / float64(ref[k].IBytes))
+			sum += l * l
+			n++
+		}
+		d := model[k].SkipRate - ref[k].SkipRate
+		sum += d * d
+		n++
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	return sum / float64(n)
+}
+
+// Fit searches grid for the parameters whose model, on cases, comes
+// closest to ref (Loss), starting from base's other fields; ties go to the
+// first found. It runs the model once per combination, so it must be
+// called inside a synctest bubble.
+func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup time.Duration) (Params, float64, error) {
+	best, bestLoss := Params{}, math.Inf(1)
+	for _, fb := range grid.FullScreenBits {
+		for _, kf := range grid.KeyframeFactor {
+			for _, mb := range grid.MinFrameBytes {
+				p := Params{FullScreenBits: fb, KeyframeFactor: kf, MinFrameBytes: mb}
+				sums, err := ModelSummaries(cases, p.Apply(base), warmup)
+				if err != nil {
+					return Params{}, 0, err
+				}
+				if l := Loss(sums, ref); l < bestLoss {
+					best, bestLoss = p, l
+				}
+			}
+		}
+	}
+	return best, bestLoss, nil
+}
+
+// ModelSummaries runs the model of cfg through every case (inside a
+// synctest bubble) and sums each up.
+func ModelSummaries(cases []Case, cfg encoder.Config, warmup time.Duration) ([]Summary, error) {
+	out := make([]Summary, len(cases))
+	for i, c := range cases {
+		fr, err := Model(c, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Summarise(fr, warmup)
+	}
+	return out, nil
+}

@@ -1,0 +1,62 @@
+package calibrate
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/agent/encoder"
+)
+
+// TestFitRecoversKnownParameters fits the model to a synthetic encoder, the
+// model itself with known parameters off the defaults: the fit must find
+// them among the grid's others.
+func TestFitRecoversKnownParameters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		want := Params{FullScreenBits: 2e6, KeyframeFactor: 2, MinFrameBytes: 500}
+		var cases []Case
+		for _, kind := range []string{"animation", "typing", "scrolling", "photo"} {
+			for _, bps := range []int{100_000, 1_000_000, 8_000_000} {
+				cases = append(cases, Case{Kind: kind, Bitrate: bps, Length: time.Second})
+			}
+		}
+		base, err := encoder.Preset(encoder.PresetOpenH264Asm)
+		require.NoError(t, err)
+		ref, err := ModelSummaries(cases, want.Apply(base), 0)
+		require.NoError(t, err)
+		grid := Grid{
+			FullScreenBits: []float64{0.5e6, 1e6, 2e6, 4e6, 8e6},
+			KeyframeFactor: []float64{1, 2, 4, 8},
+			MinFrameBytes:  []int{-1, 100, 300, 500, 1200},
+		}
+		got, loss, err := Fit(cases, ref, base, grid, 0)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Zero(t, loss)
+		// The defaults are measurably off the synthetic encoder.
+		def, err := ModelSummaries(cases, base, 0)
+		require.NoError(t, err)
+		require.Greater(t, Loss(def, ref), 0.01)
+	})
+}
+
+func TestSummariseAndCompare(t *testing.T) {
+	frames := []Frame{
+		{Bytes: 1000, Keyframe: true},
+		{Bytes: 100}, {Skipped: true}, {Bytes: 300}, {Bytes: 200},
+		{Bytes: 50, Pass: 1}, // a refinement pass is not new content
+	}
+	for i := range frames {
+		frames[i].At = time.Duration(i) * time.Second
+	}
+	s := Summarise(frames, 0)
+	require.Equal(t, Summary{IBytes: 1000, PBytes: 200, P: 3, SkipRate: 0.25}, s)
+	// From 3 s on only the frame of 300 bytes at 3 s and the one of 200 count.
+	require.Equal(t, Summary{IBytes: 1000, PBytes: 250, P: 2}, Summarise(frames, 3*time.Second))
+	e := Compare([]Summary{{IBytes: 1500, PBytes: 100, P: 1, SkipRate: 0.5}}, []Summary{s})
+	require.InDelta(t, 50, e.PMdAPE, 1e-9)
+	require.InDelta(t, 50, e.IMdAPE, 1e-9)
+	require.InDelta(t, 25, e.SkipDiff, 1e-9)
+}
