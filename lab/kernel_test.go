@@ -113,8 +113,10 @@ func TestKernelSessionCompeting(t *testing.T) {
 // time, and the kernel confirms its controller.
 func TestKernelTraffic(t *testing.T) {
 	requireKernel(t, "cubic", "reno", "bbr")
-	link := []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{Packets: 100}}, &netem.Delay{Delay: 10 * time.Millisecond}}
-	s := Session{Seed: 1, Duration: 5 * time.Second, Uplink: link, Downlink: link, Kernel: &KernelMode{},
+	link := func() []netem.Impairment { // an instance belongs to one link
+		return []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{Packets: 100}}, &netem.Delay{Delay: 10 * time.Millisecond}}
+	}
+	s := Session{Seed: 1, Duration: 5 * time.Second, Uplink: link(), Downlink: link(), Kernel: &KernelMode{},
 		SampleEvery: 250 * time.Millisecond,
 		Traffic: []Flow{
 			{Name: "download", Kind: FlowTCPBulk, Congestion: "bbr", Start: time.Second, Stop: 4 * time.Second},

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -224,6 +225,9 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		return nil, fmt.Errorf("lab: negative lead %v or sampling period %v", s.Lead, s.SampleEvery)
 	}
 	if err := checkTraffic(s); err != nil {
+		return nil, err
+	}
+	if err := checkOwnImpairments(s); err != nil {
 		return nil, err
 	}
 	tr, err := transportFor(s)
@@ -482,4 +486,24 @@ func (r *targetRecorder) changes() []Target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.log)
+}
+
+// checkOwnImpairments refuses an impairment instance given to both links:
+// an instance belongs to one link (its queue and random state are that
+// link's), and two links applying one instance at once is a data race in
+// real time and kernel mode, and couples the directions in any mode.
+// Only pointers are compared: a value carries no state to share, and may
+// not be comparable at all.
+func checkOwnImpairments(s Session) error {
+	for _, u := range s.Uplink {
+		if reflect.ValueOf(u).Kind() != reflect.Pointer {
+			continue
+		}
+		for _, d := range s.Downlink {
+			if u == d {
+				return fmt.Errorf("lab: the same %s impairment (one instance) on both links: give each link its own", u.Kind())
+			}
+		}
+	}
+	return nil
 }

@@ -79,3 +79,12 @@ func TestControllersSeeFramesAndAcks(t *testing.T) {
 		require.InDelta(t, float64(2*time.Second), float64(d), float64(5*time.Millisecond), "viewer clock offset + a LAN's one-way time")
 	}
 }
+
+// An impairment instance given to both links is refused before anything
+// runs: its queue and random state belong to one link.
+func TestSessionRefusesOneImpairmentOnBothLinks(t *testing.T) {
+	rate := &netem.Rate{Rate: 10_000_000}
+	_, err := RunSession(Session{Seed: 1, Duration: time.Second,
+		Uplink: []netem.Impairment{&netem.Delay{Delay: time.Millisecond}, rate}, Downlink: []netem.Impairment{rate}})
+	require.ErrorContains(t, err, "the same rate impairment (one instance) on both links")
+}
