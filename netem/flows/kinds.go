@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/clock"
+
 	"github.com/quic-go/quic-go"
 
 	"github.com/nuvirahub/latencylab/netem/quicpair"
@@ -144,7 +146,7 @@ func CBR(ctx context.Context, sender, receiver net.PacketConn, rate int64, size 
 	var st Stats
 	for k := int64(0); ; k++ {
 		at := start.Add(time.Duration(float64(k) * float64(size*8) / float64(rate) * 1e9))
-		if !sleepUntil(ctx, at) {
+		if !clock.SleepUntil(ctx, at) {
 			break
 		}
 		binary.BigEndian.PutUint64(buf, uint64(k))
@@ -271,27 +273,11 @@ func Web(ctx context.Context, server, client net.PacketConn, cfg WebConfig, r *r
 		if err != nil {
 			break
 		}
-		if !sleepUntil(ctx, time.Now().Add(think)) {
+		if !clock.SleepUntil(ctx, time.Now().Add(think)) {
 			break
 		}
 	}
 	ss := srv.Stats()
 	st.Sent, st.Packets, st.Lost = ss.Bytes, ss.Segments, ss.Retransmits
 	return st, nil
-}
-
-// sleepUntil waits until t; false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
