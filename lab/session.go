@@ -492,11 +492,12 @@ func (r *targetRecorder) changes() []Target {
 // an instance belongs to one link (its queue and random state are that
 // link's), and two links applying one instance at once is a data race in
 // real time and kernel mode, and couples the directions in any mode.
-// Only pointers are compared: a value carries no state to share, and may
-// not be comparable at all.
+// Only pointers to something are compared: a value carries no state to
+// share (and may not be comparable at all), nor does a zero-size type such
+// as Block, whose distinct instances Go may place at one address.
 func checkOwnImpairments(s Session) error {
 	for _, u := range s.Uplink {
-		if reflect.ValueOf(u).Kind() != reflect.Pointer {
+		if v := reflect.ValueOf(u); v.Kind() != reflect.Pointer || v.Type().Elem().Size() == 0 {
 			continue
 		}
 		for _, d := range s.Downlink {
