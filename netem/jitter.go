@@ -21,18 +21,30 @@ const (
 	// body with a heavy right tail), scaled to mean Delay and standard
 	// deviation Jitter. See Jitter for the construction.
 	DistParetoNormal = "pareto-normal"
+	// DistTruncatedNormal adds to Delay an extra delay between zero and
+	// Jitter: |T|·Jitter/2, where T is a standard normal variate truncated
+	// to [-2, 2] (drawn within the range, not clamped to it). It is the
+	// jitter of the RMCAT evaluation test cases (RFC 8867 and RFC 8868), as
+	// WebRTC's bandwidth-estimation test framework states them: "truncated
+	// gaussian, maximum end-to-end jitter 30 ms = 2*standard_deviation",
+	// one-sided as that framework draws it. Delay is then the smallest
+	// delay, not the mean; the mean extra delay is 0.361·Jitter and its
+	// standard deviation 0.251·Jitter.
+	DistTruncatedNormal = "truncated-normal"
 )
 
 // jitterDistributions lists the valid names, in the order error messages
 // give them.
-var jitterDistributions = []string{DistUniform, DistNormal, DistParetoNormal}
+var jitterDistributions = []string{DistUniform, DistNormal, DistParetoNormal, DistTruncatedNormal}
 
 // Jitter adds a random one-way delay to every packet, like tc netem's
 // "delay TIME JITTER [CORRELATION] distribution NAME".
 //
 // Every sample is made from one standard normal variate z, turned into the
-// chosen distribution by a fixed monotone map (for uniform, erf(z/√2); for
-// normal, z itself; for pareto-normal, the quantile mix below). Correlation
+// chosen distribution by a fixed map (for uniform, erf(z/√2); for normal, z
+// itself; for pareto-normal, the quantile mix below; for truncated-normal,
+// the absolute value of the truncated quantile over two, the one map that is
+// not monotone). Correlation
 // acts on z only, so the distribution of each delay stays exactly the chosen
 // one whatever the correlation.
 //
@@ -58,13 +70,15 @@ var jitterDistributions = []string{DistUniform, DistNormal, DistParetoNormal}
 // The delays then seen are the samples only when packets are spaced more than
 // the spread of the delays.
 type Jitter struct {
-	// Delay is the mean delay (for uniform, the middle of the range).
+	// Delay is the mean delay (for uniform, the middle of the range; for
+	// truncated-normal, the smallest delay).
 	Delay time.Duration
 	// Jitter is the spread: the half-width of the range for uniform, the
-	// standard deviation for normal and pareto-normal.
+	// standard deviation for normal and pareto-normal, the largest extra
+	// delay for truncated-normal.
 	Jitter time.Duration
 	// Distribution names the law of the delays: "uniform" (the default when
-	// empty), "normal" or "pareto-normal".
+	// empty), "normal", "pareto-normal" or "truncated-normal".
 	Distribution string
 	// Correlation, in [0, 1], is the correlation between consecutive
 	// delays (lag-1 autocorrelation). Zero draws every delay independently;
@@ -133,7 +147,7 @@ func (j *Jitter) distribution() string {
 	switch j.Distribution {
 	case "", DistUniform:
 		return DistUniform
-	case DistNormal, DistParetoNormal:
+	case DistNormal, DistParetoNormal, DistTruncatedNormal:
 		return j.Distribution
 	}
 	return ""
@@ -157,7 +171,8 @@ func (j *Jitter) Apply(_ *Packet, at time.Time, env *Env) Verdict {
 }
 
 // sample draws the next standardised delay variate: mean 0 and standard
-// deviation 1 for normal and pareto-normal, uniform on (-1, 1) for uniform.
+// deviation 1 for normal and pareto-normal, uniform on (-1, 1) for uniform,
+// in [0, 1] for truncated-normal.
 func (j *Jitter) sample(r *rand.Rand) float64 {
 	dist := j.distribution()
 	phi := j.underlyingCorrelation(dist)
@@ -191,6 +206,8 @@ func jitterShape(dist string, z float64) float64 {
 	case DistParetoNormal:
 		m := paretoNormalSummary()
 		return (paretoNormalRaw(z) - m.mean) / m.sd
+	case DistTruncatedNormal:
+		return truncatedNormalRaw(z)
 	}
 	// Φ(z) is uniform on (0, 1); 2Φ(z)-1 = erf(z/√2) is uniform on (-1, 1).
 	return math.Erf(z / math.Sqrt2)
@@ -205,6 +222,14 @@ func paretoNormalRaw(z float64) float64 {
 	pareto := 4.0 / 3.0 * (math.Pow(tail, -1.0/3.0) - 1.5)
 	x := 0.25*z + 0.75*min(pareto, 4)
 	return max(-4, min(4, x))
+}
+
+// truncatedNormalRaw is the truncated-normal extra delay in units of its
+// maximum: the quantile of a standard normal truncated to [-2, 2] at the
+// quantile Φ(z) of the untruncated one, taken absolute and halved. With
+// 2Φ(z)-1 = erf(z/√2), that quantile is √2·erfinv(erf(z/√2)·erf(√2)).
+func truncatedNormalRaw(z float64) float64 {
+	return math.Abs(math.Sqrt2*math.Erfinv(math.Erf(z/math.Sqrt2)*math.Erf(math.Sqrt2))) / 2
 }
 
 // shapeSummary describes a map f of a standard normal variate: the mean and
@@ -277,6 +302,7 @@ var (
 	uniformSummary      = sync.OnceValue(func() shapeSummary {
 		return summarizeShape(func(z float64) float64 { return math.Erf(z / math.Sqrt2) })
 	})
+	truncatedNormalSummary = sync.OnceValue(func() shapeSummary { return summarizeShape(truncatedNormalRaw) })
 )
 
 // calibrateCorrelation returns the correlation φ of consecutive normal
@@ -287,10 +313,16 @@ func calibrateCorrelation(dist string, rho float64) float64 {
 		return rho
 	}
 	s := uniformSummary()
-	if dist == DistParetoNormal {
+	switch dist {
+	case DistParetoNormal:
 		s = paretoNormalSummary()
+	case DistTruncatedNormal:
+		// An even map: only the even Hermite terms count, so the delays
+		// keep about φ² of z's correlation and z needs much more.
+		s = truncatedNormalSummary()
 	}
-	// s.corr increases with phi from 0 to 1: bisect.
+	// s.corr increases with phi from 0 to 1 (every term's weight is
+	// non-negative): bisect.
 	lo, hi := 0.0, 1.0
 	for range 60 {
 		mid := (lo + hi) / 2

@@ -53,9 +53,35 @@ var jitterParetoNormalRaw = sync.OnceValue(func() jitterLaw {
 	return jitterLaw{mean: mean, sd: sd, kurtosis: s4 / n, belowMean: float64(below) / n}
 })
 
+// jitterTruncatedNormal integrates |T|/2, T standard normal truncated to
+// [-2, 2], over T's own quantiles by the midpoint rule (u spread over
+// [Φ(-2), Φ(2)]), independently of jitter.go's map from z.
+var jitterTruncatedNormal = sync.OnceValue(func() jitterLaw {
+	const n = 1 << 19
+	lo := 0.5 * math.Erfc(math.Sqrt2) // Φ(-2)
+	xs := make([]float64, n)
+	var s1, s2 float64
+	for i := range xs {
+		u := lo + (1-2*lo)*(float64(i)+0.5)/n
+		xs[i] = math.Abs(math.Sqrt2*math.Erfinv(2*u-1)) / 2
+		s1 += xs[i]
+		s2 += xs[i] * xs[i]
+	}
+	mean := s1 / n
+	sd := math.Sqrt(s2/n - mean*mean)
+	var s4 float64
+	for _, x := range xs {
+		d := (x - mean) / sd
+		s4 += d * d * d * d
+	}
+	return jitterLaw{mean: mean, sd: sd, kurtosis: s4 / n}
+})
+
 // jitterExpected returns the law of (delay - Delay) / Jitter.
 func jitterExpected(dist string) jitterLaw {
 	switch dist {
+	case DistTruncatedNormal:
+		return jitterTruncatedNormal()
 	case DistNormal:
 		return jitterLaw{mean: 0, sd: 1, kurtosis: 3}
 	case DistParetoNormal:
@@ -77,6 +103,19 @@ func TestJitterParetoNormalMatchesIproute2Construction(t *testing.T) {
 	require.InDelta(t, 0.835, raw.sd, 0.001)
 	t.Logf("paretonormal table: mean %.4f sd %.4f kurtosis %.2f, %.1f%% below the mean",
 		raw.mean, raw.sd, raw.kurtosis, 100*raw.belowMean)
+}
+
+// The truncated-normal law's mean has a closed form, E|T| =
+// 2(φ(0)-φ(2))/(Φ(2)-Φ(-2)), which the midpoint integration and jitter.go's
+// Hermite summary both meet: 0.723 of a standard deviation, so a 30 ms
+// maximum (a 15 ms standard deviation) adds 10.8 ms on average.
+func TestJitterTruncatedNormalMean(t *testing.T) {
+	phi := func(x float64) float64 { return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) }
+	want := 2 * (phi(0) - phi(2)) / math.Erf(math.Sqrt2) / 2
+	require.InDelta(t, want, jitterTruncatedNormal().mean, 1e-6)
+	require.InDelta(t, want, truncatedNormalSummary().mean, 1e-6)
+	require.InDelta(t, 0.361, want, 0.001)
+	require.InDelta(t, 0.251, jitterTruncatedNormal().sd, 0.001)
 }
 
 // jitterDelays sends n packets spaced by gap through a pipeline with j and
@@ -119,6 +158,10 @@ func TestJitterDistributionsHaveTheirMeanAndSD(t *testing.T) {
 					for _, x := range xs {
 						require.True(t, x >= -1 && x <= 1, "uniform delays stay in Delay ± Jitter: %v", x)
 					}
+				case DistTruncatedNormal:
+					for _, x := range xs {
+						require.True(t, x >= 0 && x <= 1, "truncated-normal delays stay in [Delay, Delay+Jitter]: %v", x)
+					}
 				case DistParetoNormal:
 					below := 0
 					for _, x := range xs {
@@ -145,6 +188,7 @@ func TestJitterCorrelationKeepsTheDistribution(t *testing.T) {
 		rho  float64
 	}{
 		{DistUniform, 0.5}, {DistNormal, 0.5}, {DistParetoNormal, 0.5}, {DistNormal, 0.9}, {DistParetoNormal, 0.9},
+		{DistTruncatedNormal, 0.5},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%v", c.dist, c.rho), func(t *testing.T) {
@@ -171,6 +215,9 @@ func TestJitterCorrelationCalibration(t *testing.T) {
 		phi := calibrateCorrelation(DistParetoNormal, rho)
 		require.Greater(t, phi, rho, "the map from z lowers the correlation, so z needs more")
 		require.InDelta(t, rho, paretoNormalSummary().corr(phi), 1e-9)
+		phi = calibrateCorrelation(DistTruncatedNormal, rho)
+		require.Greater(t, phi, rho, "|z| keeps about φ² of z's correlation")
+		require.InDelta(t, rho, truncatedNormalSummary().corr(phi), 1e-9)
 	}
 	for _, dist := range jitterDistributions {
 		require.Zero(t, calibrateCorrelation(dist, 0))
@@ -283,7 +330,7 @@ func TestJitterValidate(t *testing.T) {
 		{Jitter{Correlation: -0.1}, "correlation -0.1 is not in [0, 1]"},
 		{Jitter{Correlation: 1.5}, "correlation 1.5 is not in [0, 1]"},
 		{Jitter{Correlation: math.NaN()}, "correlation NaN is not in [0, 1]"},
-		{Jitter{Distribution: "pareto"}, `unknown distribution "pareto" (valid: ["uniform" "normal" "pareto-normal"])`},
+		{Jitter{Distribution: "pareto"}, `unknown distribution "pareto" (valid: ["uniform" "normal" "pareto-normal" "truncated-normal"])`},
 	} {
 		require.EqualError(t, c.j.Validate(), c.want)
 	}

@@ -128,7 +128,7 @@ func TestMistakes(t *testing.T) {
 		{"unknown group", "groups: [Mobile]",
 			`f.yaml:4: groups[0]: unknown group "Mobile": did you mean mobile? expected one of mobile, lan, lossy, pipeline, encoder, path, cellular, abr, traffic, rmcat`},
 		{"unknown distribution", "network: {down: {jitter: {spread: 5ms, distribution: gaussian}}}",
-			`f.yaml:4: network.down.jitter.distribution: unknown distribution "gaussian": expected one of uniform, normal, pareto-normal`},
+			`f.yaml:4: network.down.jitter.distribution: unknown distribution "gaussian": expected one of uniform, normal, pareto-normal, truncated-normal`},
 		{"unknown preset", "agent: {encoder: x264}",
 			`f.yaml:4: agent.encoder: unknown encoder preset "x264": expected one of busy-pc, lossless-hextile, lossless-tile, lossless-zrle, openh264, openh264-asm, openh264-real, openh264-real-1080p, openh264-real-noskip`},
 		{"hardware preset as encoder", "agent: {encoder: nvenc}",

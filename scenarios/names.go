@@ -22,7 +22,7 @@ var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "
 var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo"}
 
 // JitterDistributions are the laws netem's jitter draws delays from.
-var JitterDistributions = []string{"uniform", "normal", "pareto-normal"}
+var JitterDistributions = []string{"uniform", "normal", "pareto-normal", "truncated-normal"}
 
 // ControllerKinds are the bitrate controllers a scenario can ask for:
 // a fixed bitrate, scripted steps, NuviraHub's adaptive bitrate (N10) and
