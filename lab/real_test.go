@@ -4,6 +4,7 @@ import (
 	"flag"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 	"testing/synctest"
@@ -46,9 +47,14 @@ func runReal(t *testing.T, sc *scenarios.Scenario) *result.Run {
 //	go test ./lab -run Real -v
 func TestReal(t *testing.T) {
 	openh264test.Require(t)
-	for _, name := range []string{"real-lan-animation", "real-abr-capacity-drop"} {
+	files, err := filepath.Glob(filepath.Join("testdata", "real", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 5, "the twins of lan-animation, abr-lossy, abr-capacity-drop, mobile-spikes and still-refine")
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			sc := realScenario(t, name)
+			require.Equal(t, []string{"real"}, sc.Groups)
 			r := runReal(t, sc)
 			for _, c := range r.Checks {
 				if !c.Pass {

@@ -82,7 +82,7 @@ func TestBrokenFiles(t *testing.T) {
 		// the value's own check or a check across fields found them.
 		{"several-errors.yaml", []Error{
 			{dir + "several-errors.yaml", 4, "groups[1]",
-				`unknown group "wan": did you mean lan? expected one of mobile, lan, lossy, pipeline, encoder, path, cellular, abr, traffic, rmcat`},
+				`unknown group "wan": did you mean lan? expected one of mobile, lan, lossy, pipeline, encoder, path, cellular, abr, traffic, rmcat, real`},
 			{dir + "several-errors.yaml", 7, "network.down[0].delay",
 				"25 ms has a space before its unit: expected a duration like 25ms, 1.5s or 500us"},
 			{dir + "several-errors.yaml", 8, "network.down[1].gilbert",
@@ -126,7 +126,7 @@ func TestMistakes(t *testing.T) {
 		{"unknown source", "screen: [{source: animaton}]",
 			`f.yaml:4: screen[0].source: unknown source "animaton": did you mean animation? expected one of animation, still, typing, scrolling, video, photo`},
 		{"unknown group", "groups: [Mobile]",
-			`f.yaml:4: groups[0]: unknown group "Mobile": did you mean mobile? expected one of mobile, lan, lossy, pipeline, encoder, path, cellular, abr, traffic, rmcat`},
+			`f.yaml:4: groups[0]: unknown group "Mobile": did you mean mobile? expected one of mobile, lan, lossy, pipeline, encoder, path, cellular, abr, traffic, rmcat, real`},
 		{"unknown distribution", "network: {down: {jitter: {spread: 5ms, distribution: gaussian}}}",
 			`f.yaml:4: network.down.jitter.distribution: unknown distribution "gaussian": expected one of uniform, normal, pareto-normal, truncated-normal`},
 		{"unknown preset", "agent: {encoder: x264}",

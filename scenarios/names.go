@@ -15,8 +15,10 @@ import (
 
 // Groups are the go test entry points that run a scenario
 // (go test ./lab -run Mobile runs the group "mobile"; rmcat is RFC 8867's
-// test cases, go test ./lab -run RMCAT).
-var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr", "traffic", "rmcat"}
+// test cases, go test ./lab -run RMCAT; real is the real-encoder twins of
+// lab/testdata/real, go test ./lab -run Real, kept out of the library
+// because they need OpenH264).
+var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr", "traffic", "rmcat", "real"}
 
 // Sources are the screen content models of agent/screen.
 var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo"}
