@@ -111,6 +111,7 @@ func New(cfg Config) (*Frames, error) {
 	if cfg.Width < MarkerWidth || cfg.Height < MarkerHeight {
 		return nil, fmt.Errorf("screendrive: %dx%d has no room for the %dx%d marker", cfg.Width, cfg.Height, MarkerWidth, MarkerHeight)
 	}
+	m.Latest(0) // presents version 1, the desktop, for Frame(1)
 	return &Frames{model: m, painter: p}, nil
 }
 
@@ -160,6 +161,22 @@ type Display interface {
 	Sync() error
 }
 
+// Draw draws version v now (the desktop, version 1, before the timeline
+// starts) and returns it as drawn.
+func Draw(d Display, f *Frames, v uint64) (Drawn, error) {
+	fr, err := f.Frame(v)
+	if err != nil {
+		return Drawn{}, err
+	}
+	if err := d.Put(fr.Pix, fr.Dirty); err != nil {
+		return Drawn{}, err
+	}
+	if err := d.Sync(); err != nil {
+		return Drawn{}, err
+	}
+	return Drawn{Version: v, At: fr.At, Drawn: time.Now()}, nil
+}
+
 // Drawn is one version as drawn: its number, when the screen model
 // presents it, and when the X server had drawn it (after Sync), on this
 // host's clock.
@@ -169,21 +186,21 @@ type Drawn struct {
 	Drawn   time.Time
 }
 
-// Drive draws the versions of f on d until ctx ends or until (from epoch),
-// each at its instant: version v is drawn once epoch+At has come, or
-// later when the driver is behind, in which case the versions it missed
-// are skipped and the newest due is drawn. Version 1 is drawn at once.
-// Each drawn version is passed to drawn (which must not block for long).
-// Paced false draws every version, one after the other, as fast as the
-// display takes them, for a test of what is drawn.
-func Drive(ctx context.Context, d Display, f *Frames, epoch time.Time, until time.Duration, paced bool, drawn func(Drawn)) error {
-	var last uint64
+// Drive draws the versions of f after version after (0: from the first)
+// on d until ctx ends or until (from epoch), each at its instant: version
+// v is drawn once epoch+At has come, or later when the driver is behind,
+// in which case the versions it missed are skipped and the newest due is
+// drawn. Each drawn version is passed to drawn (which must not block for
+// long). Paced false draws every version, one after the other, as fast as
+// the display takes them, for a test of what is drawn.
+func Drive(ctx context.Context, d Display, f *Frames, epoch time.Time, until time.Duration, after uint64, paced bool, drawn func(Drawn)) error {
+	last := after
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for {
 		elapsed := time.Since(epoch)
-		v := f.Latest(min(elapsed, until))
+		v := max(last, f.Latest(min(elapsed, until)))
 		if !paced {
 			// Every version in turn, up to the last one of the run.
 			v = min(last+1, f.Latest(until))
@@ -204,17 +221,11 @@ func Drive(ctx context.Context, d Display, f *Frames, epoch time.Time, until tim
 		if ctx.Err() != nil {
 			return nil
 		}
-		fr, err := f.Frame(v)
+		dr, err := Draw(d, f, v)
 		if err != nil {
 			return err
 		}
-		if err := d.Put(fr.Pix, fr.Dirty); err != nil {
-			return err
-		}
-		if err := d.Sync(); err != nil {
-			return err
-		}
-		drawn(Drawn{Version: v, At: fr.At, Drawn: time.Now()})
+		drawn(dr)
 		last = v
 	}
 }

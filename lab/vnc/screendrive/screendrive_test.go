@@ -37,7 +37,7 @@ func drawAll(t *testing.T, seed uint64) (sums [][32]byte) {
 	f, err := New(Config{Width: 320, Height: 180, Timeline: tl, Seed: seed})
 	require.NoError(t, err)
 	d := &fakeDisplay{}
-	err = Drive(context.Background(), d, f, time.Now(), 2*time.Second, false, func(dr Drawn) {
+	err = Drive(context.Background(), d, f, time.Now(), 2*time.Second, 0, false, func(dr Drawn) {
 		v, ok := Read(d.pix)
 		require.True(t, ok, "version %d: marker", dr.Version)
 		require.Equal(t, uint32(dr.Version), v)
@@ -68,7 +68,7 @@ func TestStillHasOneVersion(t *testing.T) {
 	f, err := New(Config{Timeline: tl, Seed: 1})
 	require.NoError(t, err)
 	n := 0
-	require.NoError(t, Drive(context.Background(), &fakeDisplay{}, f, time.Now(), time.Second, false, func(Drawn) { n++ }))
+	require.NoError(t, Drive(context.Background(), &fakeDisplay{}, f, time.Now(), time.Second, 0, false, func(Drawn) { n++ }))
 	require.Equal(t, 1, n)
 	_, err = Timeline("juggling", time.Second)
 	require.ErrorContains(t, err, "mix, still")
