@@ -5,12 +5,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
-	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -33,8 +33,10 @@ func EncoderName(server string, encoding int32) string {
 }
 
 // record turns what a session saw into a result. Time zero is when the
-// driver started (the screen's version 1); the links' timelines started
-// when the namespace was made, the servers' start-up earlier.
+// timeline started, once the client showed the desktop (version 1): the
+// warm-up before it is the result's Handshake, as a session's connection
+// is, and version 1 is no frame of it. The links' timelines started when
+// the namespace was made, before the servers' start-up and the warm-up.
 func record(cfg Config, o *observed, samples []linkSample, interrupted string) *result.Run {
 	sc := cfg.Scenario
 	r := &result.Run{
@@ -47,6 +49,7 @@ func record(cfg Config, o *observed, samples []linkSample, interrupted string) *
 		Seed:            cfg.Seed,
 		Duration:        cfg.Duration,
 		Ran:             o.ran,
+		Handshake:       o.warmup,
 		Interrupted:     interrupted,
 		Refresh:         screendrive.Refresh,
 		FreezeThreshold: result.FreezeAfter(screendrive.Refresh),
@@ -90,7 +93,7 @@ func frameRecords(o *observed) ([]result.FrameRecord, []result.EventRecord) {
 			pending = 0
 		}
 	}
-	var prev uint64
+	prev := uint64(1) // the desktop, before time zero
 	for _, d := range o.drawn {
 		for v := prev + 1; v < d.Version; v++ {
 			events = append(events, result.EventRecord{At: d.Drawn.Sub(o.epoch), Kind: result.EventSkip, Reason: SkipNotDrawn, Seq: v})

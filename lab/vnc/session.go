@@ -31,10 +31,10 @@ type Update struct {
 
 // observed is what one session saw.
 type observed struct {
-	// epoch is time zero, when the desktop was drawn; start is when the
-	// timeline started, once the client showed it.
+	// epoch is time zero, when the timeline started: once the client
+	// showed the desktop (version 1), warmup after it was drawn.
 	epoch   time.Time
-	start   time.Time
+	warmup  time.Duration
 	drawn   []screendrive.Drawn
 	updates []Update
 	changes []time.Duration
@@ -106,8 +106,6 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.epoch = first.Drawn
-	o.drawn = append(o.drawn, screendrive.Drawn{Version: 1, Drawn: first.Drawn})
 	_ = cfg.conn.SetReadDeadline(time.Now().Add(StartTimeout))
 	for shown < 1 {
 		m, err := c.ReadMessage()
@@ -120,22 +118,20 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 		if m.Type != rfb.MsgFramebufferUpdate {
 			continue
 		}
-		u := Update{At: time.Since(o.epoch), Bytes: m.Bytes, Rects: m.Rects}
 		if v, ok := screendrive.Read(c.Framebuffer()); ok {
-			u.Version = uint64(v)
+			shown = uint64(v)
 		}
-		o.updates = append(o.updates, u)
-		shown = u.Version
 		if err := c.Request(true); err != nil {
 			return nil, err
 		}
 	}
 	_ = cfg.conn.SetReadDeadline(time.Time{})
-	o.start = time.Now()
+	o.epoch = time.Now()
+	o.warmup = o.epoch.Sub(first.Drawn)
 	lastDrawn = 1
 	driveErr := make(chan error, 1)
 	go func() {
-		err := screendrive.Drive(ctx, disp, cfg.frames, o.start, cfg.duration, 1, cfg.paced, func(d screendrive.Drawn) {
+		err := screendrive.Drive(ctx, disp, cfg.frames, o.epoch, cfg.duration, 1, cfg.paced, func(d screendrive.Drawn) {
 			mu.Lock()
 			o.drawn = append(o.drawn, d)
 			lastDrawn = d.Version
@@ -195,14 +191,7 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 	mu.Lock()
 	o.drained = shown >= lastDrawn
 	mu.Unlock()
-	// The screen model counts from the timeline's start; the result from
-	// the desktop's drawing, the warm-up earlier.
-	for i, at := range cfg.frames.Changes(cfg.duration) {
-		if i > 0 {
-			at += o.start.Sub(o.epoch)
-		}
-		o.changes = append(o.changes, at)
-	}
+	o.changes = cfg.frames.Changes(cfg.duration)
 	switch {
 	case derr != nil:
 		return nil, fmt.Errorf("vnc: drawing the screen: %w", derr)
