@@ -190,8 +190,8 @@ type Drawn struct {
 // on d until ctx ends or until (from epoch), each at its instant: version
 // v is drawn once epoch+At has come, or later when the driver is behind,
 // in which case the versions it missed are skipped and the newest due is
-// drawn. Each drawn version is passed to drawn (which must not block for
-// long). Paced false draws every version, one after the other, as fast as
+// drawn. It returns at until, or when ctx ends. Each drawn version is
+// passed to drawn (which must not block for long). Paced false draws every version, one after the other, as fast as
 // the display takes them, for a test of what is drawn.
 func Drive(ctx context.Context, d Display, f *Frames, epoch time.Time, until time.Duration, after uint64, paced bool, drawn func(Drawn)) error {
 	last := after
@@ -206,9 +206,14 @@ func Drive(ctx context.Context, d Display, f *Frames, epoch time.Time, until tim
 			v = min(last+1, f.Latest(until))
 		}
 		if v == last {
-			next, ok := f.Next(elapsed)
-			if !ok || next > until || !paced {
+			if !paced || elapsed >= until {
 				return nil
+			}
+			// The next change, or the run's end when the screen stays
+			// as it is: a still screen is watched for all of until.
+			next, ok := f.Next(elapsed)
+			if !ok || next > until {
+				next = until
 			}
 			timer.Reset(time.Until(epoch.Add(next)))
 			select {
