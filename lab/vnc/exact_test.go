@@ -2,6 +2,9 @@ package vnc
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"sync"
 	"net"
 	"net/netip"
 	"slices"
@@ -10,17 +13,43 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/agent/codec/frames"
+
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
 	"github.com/nuvirahub/latencylab/lab/vnc/xscreen"
 )
 
-// loopbackServer starts a server on the loopback, stopped at the test's end.
-func loopbackServer(t *testing.T, kind string, w, h int) *Server {
+// The loopback servers the tests share, one of each kind at 720p, stopped
+// by TestMain: x11vnc takes seconds to serve its first client, once.
+var (
+	sharedMu      sync.Mutex
+	sharedServers = map[string]*Server{}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, s := range sharedServers {
+		if err := s.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// loopbackServer is the shared server of a kind on the loopback, at 720p.
+func loopbackServer(t *testing.T, kind string) *Server {
 	t.Helper()
-	srv, err := Start(context.Background(), ServerConfig{Kind: kind, Width: w, Height: h, Listen: netip.MustParseAddr("127.0.0.1")})
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if s := sharedServers[kind]; s != nil {
+		return s
+	}
+	srv, err := Start(context.Background(), ServerConfig{Kind: kind, Width: frames.Width720p, Height: frames.Height720p,
+		Listen: netip.MustParseAddr("127.0.0.1")})
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	sharedServers[kind] = srv
 	return srv
 }
 
@@ -85,14 +114,12 @@ func TestDecodesRealUpdatesExactly(t *testing.T) {
 	for _, kind := range Servers {
 		t.Run(kind, func(t *testing.T) {
 			requireVNC(t, false, kind)
-			// One server for both encodings: x11vnc takes seconds to
-			// settle after it starts.
-			srv := loopbackServer(t, kind, 320, 180)
+			srv := loopbackServer(t, kind)
 			for _, enc := range []int32{rfb.EncodingZRLE, rfb.EncodingHextile} {
 				t.Run(rfb.EncodingName(enc), func(t *testing.T) {
 					start := time.Now()
 					versions, rects := 0, map[string]int{}
-					lockstep(t, srv, enc, "mix", 320, 180, 2*time.Second, true, func(v uint64, c *rfb.Client, disp *xscreen.Display, ms []rfb.Message) {
+					lockstep(t, srv, enc, "mix", frames.Width720p, frames.Height720p, time.Second, true, func(v uint64, c *rfb.Client, disp *xscreen.Display, ms []rfb.Message) {
 						want, err := disp.Get()
 						require.NoError(t, err)
 						got := c.Framebuffer()
@@ -109,7 +136,7 @@ func TestDecodesRealUpdatesExactly(t *testing.T) {
 						}
 					})
 					t.Logf("%d versions decoded exactly in %v; rectangles by encoding %v", versions, time.Since(start), rects)
-					require.Greater(t, versions, 30)
+					require.Greater(t, versions, 15)
 					require.Positive(t, rects[rfb.EncodingName(enc)], "the server used the encoding asked for")
 				})
 			}
