@@ -3,11 +3,11 @@ package vnc
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
