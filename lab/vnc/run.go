@@ -51,6 +51,10 @@ type Config struct {
 	// Started, when set, is told the server and the namespace once both
 	// are up (for tests).
 	Started func(Started)
+	// Updates, when set, is given every update decoded from time zero on,
+	// once the run is over (for tests and tools: the result has the
+	// versions, not the updates).
+	Updates func([]Update)
 }
 
 // Started is a running measurement's server and network.

@@ -106,6 +106,9 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 	if o == nil {
 		return nil, err
 	}
+	if cfg.Updates != nil {
+		cfg.Updates(o.updates)
+	}
 	interrupted := ""
 	switch {
 	case err != nil:

@@ -4,6 +4,11 @@ package vnc
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,4 +61,76 @@ func TestX11vncLatency(t *testing.T) {
 	require.Greater(t, bad.Summary.Displayed, 5)
 	require.GreaterOrEqual(t, bad.Summary.Latency.Median-lan.Summary.Latency.Median, 50*time.Millisecond,
 		"25 ms each way adds at least 50 ms of round trip to every update (the client asks, the server answers)")
+}
+
+// A still screen: after the desktop's first update the server changes
+// nothing more, while the client watches for the whole run. Xvnc sends no
+// update at all; x11vnc sends the marker's 16x16 tile again a few times
+// within some milliseconds of the first, with the same pixels.
+func TestStillScreenSendsNothing(t *testing.T) {
+	for _, kind := range Servers {
+		t.Run(kind, func(t *testing.T) {
+			requireVNC(t, true, kind)
+			var updates []Update
+			r := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: kind, Duration: 2 * time.Second, Screen: "still",
+				Updates: func(u []Update) { updates = u }})
+			require.Empty(t, r.Frames, "no version after the desktop")
+			require.GreaterOrEqual(t, r.Ran, 2*time.Second, "watched for the whole run")
+			for _, u := range updates {
+				t.Logf("update at %v: %d bytes, %d rectangles, %d pixels changed", u.At, u.Bytes, len(u.Rects), u.Changed)
+				require.Zero(t, u.Changed, "an update after the first changed the picture")
+			}
+			if kind == Xvnc {
+				require.Empty(t, updates, "Xvnc sends nothing after the first update")
+			}
+		})
+	}
+}
+
+// gone checks that a run left nothing behind: the servers' processes, the X
+// display's socket and the namespace.
+func gone(t *testing.T, st Started) {
+	t.Helper()
+	for _, pid := range st.Server.Pids() {
+		require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "process %d still there", pid)
+	}
+	_, err := os.Stat("/tmp/.X11-unix/X" + strings.TrimPrefix(st.Server.Display, ":"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "display %s still there", st.Server.Display)
+	_, err = os.Stat(filepath.Join("/run/netns", st.Namespace))
+	require.ErrorIs(t, err, fs.ErrNotExist, "namespace %s still there", st.Namespace)
+}
+
+// Everything a run started is gone after it, whether it was cancelled
+// (what a signal does to lab vnc) or failed (the VNC server killed under
+// it).
+func TestRunCleansUp(t *testing.T) {
+	requireVNC(t, true, Xvnc)
+	sc := libraryScenario(t, "lan-animation")
+
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var st Started
+		_, err := Run(ctx, Config{Scenario: sc, Server: Xvnc, Duration: time.Minute, Started: func(s Started) {
+			st = s
+			cancel()
+		}})
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotNil(t, st.Server)
+		gone(t, st)
+	})
+
+	t.Run("server-killed", func(t *testing.T) {
+		var st Started
+		_, err := Run(context.Background(), Config{Scenario: sc, Server: Xvnc, Duration: time.Minute, Started: func(s Started) {
+			st = s
+			for _, pid := range s.Server.Pids() {
+				require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			}
+		}})
+		require.Error(t, err)
+		t.Logf("the run failed with: %v", err)
+		require.NotNil(t, st.Server)
+		gone(t, st)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -281,6 +282,15 @@ func (s *Server) Close() error {
 		}
 	}
 	s.procs = nil
+	if n := strings.TrimPrefix(s.Display, ":"); n != "" {
+		// An X server that was killed (SIGKILL) leaves its socket and lock
+		// file behind; one that ended cleanly removed them already.
+		for _, f := range []string{"/tmp/.X11-unix/X" + n, "/tmp/.X" + n + "-lock"} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if s.dir != "" {
 		errs = append(errs, os.RemoveAll(s.dir))
 		s.dir = ""

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
 	"github.com/nuvirahub/latencylab/lab/vnc/xscreen"
@@ -27,6 +28,34 @@ type Update struct {
 	Rects []rfb.Rect
 	// Version is the marker its framebuffer showed after it (0: none).
 	Version uint64
+	// Changed counts the pixels it changed: 0 for an update that sent
+	// again what the client had.
+	Changed int
+}
+
+// changes counts the pixels each update changes, keeping a copy of the
+// framebuffer as the last update left it, region by region.
+type changes struct{ snap *codec.Frame }
+
+// count compares the update's rectangles of fb with the copy, and brings
+// the copy up to date.
+func (ch *changes) count(fb *codec.Frame, rects []rfb.Rect) int {
+	if ch.snap == nil {
+		ch.snap = codec.NewFrame(fb.W, fb.H)
+	}
+	n := 0
+	for _, r := range rects {
+		for y := r.Y; y < r.Y+r.H; y++ {
+			a, b := fb.Pix[y*fb.W+r.X:y*fb.W+r.X+r.W], ch.snap.Pix[y*fb.W+r.X:y*fb.W+r.X+r.W]
+			for i := range a {
+				if a[i] != b[i] {
+					n++
+				}
+			}
+			copy(b, a)
+		}
+	}
+	return n
 }
 
 // observed is what one session saw.
@@ -106,6 +135,7 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 	if err != nil {
 		return nil, err
 	}
+	var track changes
 	_ = cfg.conn.SetReadDeadline(time.Now().Add(StartTimeout))
 	for shown < 1 {
 		m, err := c.ReadMessage()
@@ -118,6 +148,7 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 		if m.Type != rfb.MsgFramebufferUpdate {
 			continue
 		}
+		track.count(c.Framebuffer(), m.Rects)
 		if v, ok := screendrive.Read(c.Framebuffer()); ok {
 			shown = uint64(v)
 		}
@@ -162,7 +193,7 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 		if m.Type != rfb.MsgFramebufferUpdate {
 			continue
 		}
-		u := Update{At: now.Sub(o.epoch), Bytes: m.Bytes, Rects: m.Rects}
+		u := Update{At: now.Sub(o.epoch), Bytes: m.Bytes, Rects: m.Rects, Changed: track.count(c.Framebuffer(), m.Rects)}
 		if v, ok := screendrive.Read(c.Framebuffer()); ok {
 			u.Version = uint64(v)
 		}
