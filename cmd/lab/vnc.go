@@ -42,9 +42,9 @@ flags:
 // vncFlags are lab vnc's settings.
 type vncFlags struct {
 	scenario, server, encoding, screen, out, size string
-	seed                                           uint64
-	duration, drain                                time.Duration
-	verbose                                        bool
+	seed                                          uint64
+	duration, drain                               time.Duration
+	verbose                                       bool
 }
 
 func parseVNC(args []string, out io.Writer) (vncFlags, error) {
@@ -74,17 +74,30 @@ func parseVNC(args []string, out io.Writer) (vncFlags, error) {
 	return f, nil
 }
 
-// vncMain is lab vnc from the command line: SIGINT, SIGTERM and SIGHUP end
-// the run early, cleaned up, with what it measured so far.
+// vncAvailable says why lab vnc cannot run here; a variable so that a test
+// run as root can see what a user without root is told.
+var vncAvailable = vnc.Available
+
+// vncMain is lab vnc from the command line.
 func vncMain(args []string, stdout, stderr io.Writer) error {
+	return vncSignalled(args, stdout, stderr, nil)
+}
+
+// vncSignalled runs lab vnc with SIGINT, SIGTERM and SIGHUP caught: they
+// end the run early, cleaned up. started, when set, is told the server
+// and the namespace once they are up (for tests).
+func vncSignalled(args []string, stdout, stderr io.Writer, started func(vnc.Started)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	_, err := vncRun(ctx, args, stdout, stderr)
+	_, err := vncRun(ctx, args, stdout, stderr, started)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("vnc: interrupted by a signal, everything it started removed (%w)", err)
+	}
 	return err
 }
 
 // vncRun runs lab vnc and returns the result's path.
-func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer) (string, error) {
+func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, started func(vnc.Started)) (string, error) {
 	f, err := parseVNC(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -103,7 +116,7 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer) (strin
 	if err := vnc.Check(f.server); err != nil {
 		return "", err
 	}
-	if err := vnc.Available(); err != nil {
+	if err := vncAvailable(); err != nil {
 		return "", fmt.Errorf("vnc: %w", err)
 	}
 	sc, err := loadScenario(f.scenario)
@@ -116,7 +129,7 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer) (strin
 	}
 	fmt.Fprintf(stderr, "lab vnc: %s (%s) through %s, %q screen %dx%d for %v\n", f.server, f.encoding, sc.Name, f.screen, w, h, f.duration)
 	r, err := vnc.Run(ctx, vnc.Config{Scenario: sc, Server: f.server, Encoding: enc, Seed: f.seed, Duration: f.duration,
-		Screen: f.screen, Width: w, Height: h, Drain: f.drain, Log: logw})
+		Screen: f.screen, Width: w, Height: h, Drain: f.drain, Log: logw, Started: started})
 	if err != nil {
 		return "", err
 	}
