@@ -4,9 +4,11 @@ package vnc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
@@ -60,17 +62,6 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 	fmt.Fprintf(cfg.Log, "lab vnc: %s on display %s listening on %v; the client in namespace %s at %v; screen %s %dx%d, seed %d, %v\n",
 		cfg.Server, srv.Display, srv.Addr, pair.NamespaceA(), pair.AddrA(), cfg.Screen, cfg.Width, cfg.Height, cfg.Seed, cfg.Duration)
 
-	var conn net.Conn
-	err = pair.InA(func() error {
-		d := net.Dialer{Timeout: StartTimeout}
-		c, err := d.DialContext(ctx, "tcp", srv.Addr.String())
-		conn = c
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("vnc: connecting from the scenario's network: %w", err)
-	}
-
 	// The links' counters, every SampleEvery, for the result's series.
 	var (
 		smu     sync.Mutex
@@ -98,8 +89,30 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 		}
 	}()
 	sample()
-	o, err := session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
-		frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
+	var o *observed
+	for attempt := 1; ; attempt++ {
+		var conn net.Conn
+		err = pair.InA(func() error {
+			d := net.Dialer{Timeout: StartTimeout}
+			c, err := d.DialContext(ctx, "tcp", srv.Addr.String())
+			conn = c
+			return err
+		})
+		if err != nil {
+			err = fmt.Errorf("vnc: connecting from the scenario's network: %w", err)
+			break
+		}
+		o, err = session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
+			frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
+		// A connection reset before the server said its version happens
+		// now and then, on both servers, without their noticing the
+		// connection at all: a new one is accepted.
+		if attempt < 3 && errors.Is(err, errHandshake) && errors.Is(err, syscall.ECONNRESET) && ctx.Err() == nil {
+			fmt.Fprintf(cfg.Log, "lab vnc: %v; connecting again\n", err)
+			continue
+		}
+		break
+	}
 	close(stopSampling)
 	<-sampled
 	sample()
