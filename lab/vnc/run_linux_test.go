@@ -66,7 +66,7 @@ func TestX11vncLatency(t *testing.T) {
 // A still screen: after the desktop's first update the server changes
 // nothing more, while the client watches for the whole run. Xvnc sends no
 // update at all; x11vnc sends the marker's 16x16 tile again a few times
-// within some milliseconds of the first, with the same pixels.
+// within 0.2 s of the first, with the same pixels.
 func TestStillScreenSendsNothing(t *testing.T) {
 	for _, kind := range Servers {
 		t.Run(kind, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -132,7 +133,7 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 		return nil, err
 	}
 	// Warm-up: the desktop (version 1) is drawn, and the timeline starts
-	// once the client shows it. A server's first update is not its steady
+	// once the client shows all of it. A server's first update is not its steady
 	// state (x11vnc, for one, takes seconds to settle after a client
 	// connects), and the first update of a session is the desktop anyway.
 	first, err := screendrive.Draw(disp, cfg.frames, 1)
@@ -153,8 +154,16 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 			continue
 		}
 		track.count(c.Framebuffer(), m.Rects)
-		if v, ok := screendrive.Read(c.Framebuffer()); ok {
-			shown = uint64(v)
+		if v, ok := screendrive.Read(c.Framebuffer()); ok && v == 1 {
+			// The desktop is shown once all of it is: the marker may
+			// come in an update before the rest of it.
+			want, err := disp.Get()
+			if err != nil {
+				return nil, err
+			}
+			if slices.Equal(want.Pix, c.Framebuffer().Pix) {
+				shown = 1
+			}
 		}
 		if err := c.Request(true); err != nil {
 			return nil, err

@@ -80,12 +80,17 @@ func (d *Display) Close() { d.conn.Close() }
 
 // Put draws the rectangles rects of f (a frame of the display's size) at
 // the same places on the root window. The requests are queued: Sync says
-// when the server has drawn them.
+// when the server has drawn them. They go from the last rectangle to the
+// first and from the bottom up, so that the top left corner of the first
+// rectangle is drawn last: a VNC server that reads the screen while the
+// requests arrive sees the lab's marker (lab/vnc/screendrive), which sits
+// there, only once everything else is drawn.
 func (d *Display) Put(f *codec.Frame, rects []codec.Rect) error {
 	if f.W != d.w || f.H != d.h {
 		return fmt.Errorf("xscreen: a %dx%d frame on a %dx%d display", f.W, f.H, d.w, d.h)
 	}
-	for _, r := range rects {
+	for i := len(rects) - 1; i >= 0; i-- {
+		r := rects[i]
 		if r.W <= 0 || r.H <= 0 {
 			continue
 		}
@@ -95,8 +100,9 @@ func (d *Display) Put(f *codec.Frame, rects []codec.Rect) error {
 		// A PutImage request is a 24-byte header and the rows: as many
 		// rows as fit the server's longest request.
 		rows := max(1, (d.maxBytes-24)/(r.W*4))
-		for y := r.Y; y < r.Y+r.H; y += rows {
-			n := min(rows, r.Y+r.H-y)
+		for end := r.Y + r.H; end > r.Y; end -= rows {
+			y := max(r.Y, end-rows)
+			n := end - y
 			d.buf = d.buf[:0]
 			for yy := y; yy < y+n; yy++ {
 				for _, p := range f.Pix[yy*f.W+r.X : yy*f.W+r.X+r.W] {
