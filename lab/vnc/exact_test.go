@@ -158,7 +158,7 @@ func TestSameSeedSameFrames(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
 	var err error
-	s.Display, err = s.startX(ctx, io.Discard, "Xvfb", "-screen", "0", "320x180x24", "-nolisten", "tcp")
+	s.Display, err = s.startX(ctx, io.Discard, "Xvfb", "", "-screen", "0", "320x180x24", "-nolisten", "tcp")
 	require.NoError(t, err)
 	disp, err := xscreen.Open(s.Display)
 	require.NoError(t, err)

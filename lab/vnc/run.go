@@ -3,6 +3,7 @@ package vnc
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
@@ -101,7 +102,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	// The servers' output arrives on goroutines of their own.
+	c.Log = &lockedWriter{w: c.Log}
 	return c, nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // frames makes the screen of c.

@@ -98,18 +98,22 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 			conn = c
 			return err
 		})
-		if err != nil {
+		if err == nil {
+			o, err = session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
+				frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
+		} else {
 			err = fmt.Errorf("vnc: connecting from the scenario's network: %w", err)
-			break
 		}
-		o, err = session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
-			frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
-		// A connection reset before the server said its version happens
-		// now and then, on both servers, without their noticing the
-		// connection at all: a new one is accepted.
-		if attempt < 3 && errors.Is(err, errHandshake) && errors.Is(err, syscall.ECONNRESET) && ctx.Err() == nil {
-			fmt.Fprintf(cfg.Log, "lab vnc: %v; connecting again\n", err)
-			continue
+		// Now and then, with both servers, the first connection is
+		// refused or reset before the server has said its version,
+		// though the server listens (its log, the kernel's socket table)
+		// and never saw the connection: a new one is accepted.
+		spurious := errors.Is(err, syscall.ECONNREFUSED) || (errors.Is(err, errHandshake) && errors.Is(err, syscall.ECONNRESET))
+		if attempt < 5 && spurious && ctx.Err() == nil {
+			if ok, lerr := listening(srv.Addr); lerr == nil && ok {
+				fmt.Fprintf(cfg.Log, "lab vnc: %v; connecting again\n", err)
+				continue
+			}
 		}
 		break
 	}

@@ -3,6 +3,7 @@
 package vnc
 
 import (
+	"bytes"
 	"context"
 	"io/fs"
 	"os"
@@ -38,8 +39,10 @@ func measureRun(t *testing.T, cfg Config) *result.Run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var log bytes.Buffer
+	cfg.Log = &log
 	r, err := Run(ctx, cfg)
-	require.NoError(t, err)
+	require.NoError(t, err, "the servers' output:\n%s", log.String())
 	require.Empty(t, r.Interrupted)
 	s := r.Summary
 	t.Logf("%s through %s, %q screen %v: %d of %d versions displayed, latency median %v p95 %v max %v; %.2f MB received",

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	mathrand "math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,41 +140,87 @@ func Start(ctx context.Context, cfg ServerConfig) (_ *Server, err error) {
 	geometry := fmt.Sprintf("%dx%d", cfg.Width, cfg.Height)
 	switch cfg.Kind {
 	case X11vnc:
-		if s.Display, err = s.startX(ctx, cfg.Log, "Xvfb", "-screen", "0", geometry+"x24", "-nolisten", "tcp"); err != nil {
+		if s.Display, err = s.startX(ctx, cfg.Log, "Xvfb", "", "-screen", "0", geometry+"x24", "-nolisten", "tcp"); err != nil {
 			return nil, err
 		}
 		// x11vnc as it is run on a desktop, with its defaults (polling
 		// the screen, helped by the X DAMAGE extension); no cursor drawn
 		// into the framebuffer, so that what it sends is the display's
 		// contents, and never a second client's forced exit.
-		err = s.startX11vnc(ctx, cfg.Log, "-display", s.Display, "-rfbport", strconv.Itoa(int(port)), "-listen", cfg.Listen.String(),
+		var got uint16
+		got, err = s.startX11vnc(ctx, cfg.Log, "-display", s.Display, "-rfbport", strconv.Itoa(int(port)), "-listen", cfg.Listen.String(),
 			"-rfbauth", pwFile, "-forever", "-shared", "-nocursor", "-noipv6", "-nossl", "-norc")
+		if err == nil && got != port {
+			// x11vnc moves to another port when its own is taken.
+			s.Addr = netip.AddrPortFrom(cfg.Listen, got)
+		}
 	case Xvnc:
-		s.Display, err = s.startX(ctx, cfg.Log, "Xvnc", "-geometry", geometry, "-depth", "24", "-rfbport", strconv.Itoa(int(port)),
+		s.Display, err = s.startX(ctx, cfg.Log, "Xvnc", "created VNC server for screen", "-geometry", geometry, "-depth", "24", "-rfbport", strconv.Itoa(int(port)),
 			"-interface", cfg.Listen.String(), "-SecurityTypes", "VncAuth", "-PasswordFile", pwFile,
 			"-AlwaysShared", "-nolisten", "tcp")
 	}
 	if err != nil {
 		return nil, err
 	}
+	if ok, err := listening(s.Addr); err == nil && !ok {
+		return nil, fmt.Errorf("vnc: %s is not listening on %v once started (its output, with lab vnc -v, says why)", cfg.Kind, s.Addr)
+	}
 	return s, nil
 }
 
-// freePort finds a port free on addr.
+// freePort finds a port free on addr, below the kernel's range of
+// ephemeral ports (32768 and up by default): a port from that range,
+// free when checked, could meanwhile be given to any process on this
+// machine that listens on port 0 or connects, and the client would reach
+// that process instead of the server.
 func freePort(addr netip.Addr) (uint16, error) {
-	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
-	if err != nil {
-		return 0, fmt.Errorf("vnc: finding a free port on %v: %w", addr, err)
+	var last error
+	for range 50 {
+		port := uint16(20000 + mathrand.IntN(12000))
+		l, err := net.Listen("tcp", netip.AddrPortFrom(addr, port).String())
+		if err != nil {
+			last = err
+			continue
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return uint16(l.Addr().(*net.TCPAddr).Port), nil
+	return 0, fmt.Errorf("vnc: no free port on %v: %w", addr, last)
+}
+
+// listening tells whether a TCP socket listens on ap (IPv4), from the
+// kernel's table of this thread's network namespace: a server that could
+// not bind its port says so only in its log, and goes on running. Not
+// /proc/net, which is the main thread's namespace, and the kernel mode may
+// have switched that one into a namespace of its own for good.
+func listening(ap netip.AddrPort) (bool, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/net/tcp")
+	if err != nil {
+		return false, err
+	}
+	a := ap.Addr().As4()
+	// The address as the kernel prints it: the 32-bit word in host
+	// (little-endian) order, then the port.
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a[3], a[2], a[1], a[0], ap.Port())
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[1] == want && f[3] == "0A" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // start starts a server program in its own process group, which dies with
-// this process.
-func (s *Server) start(name string, log io.Writer, args []string, extra ...*os.File) (*exec.Cmd, error) {
+// this process. Its standard error goes to stderr (nil: log).
+func (s *Server) start(name string, log, stderr io.Writer, args []string, extra ...*os.File) (*exec.Cmd, error) {
+	if stderr == nil {
+		stderr = log
+	}
 	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr = log, stderr
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = serverProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -183,16 +231,35 @@ func (s *Server) start(name string, log io.Writer, args []string, extra ...*os.F
 }
 
 // startX starts an X server (Xvfb or Xvnc) that picks a free display and
-// writes its number on fd 3 once it accepts clients.
-func (s *Server) startX(ctx context.Context, log io.Writer, name string, args ...string) (string, error) {
+// writes its number on fd 3 once it accepts X clients. With ready, it
+// also waits for the line of its standard error that contains ready:
+// Xvnc opens its VNC port after it has written its display.
+func (s *Server) startX(ctx context.Context, log io.Writer, name, ready string, args ...string) (string, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return "", fmt.Errorf("vnc: %w", err)
 	}
 	defer r.Close()
-	_, err = s.start(name, log, append([]string{"-displayfd", "3"}, args...), w)
+	var er, ew *os.File
+	if ready != "" {
+		if er, ew, err = os.Pipe(); err != nil {
+			w.Close()
+			return "", fmt.Errorf("vnc: %w", err)
+		}
+	}
+	var stderr io.Writer
+	if ew != nil {
+		stderr = ew
+	}
+	_, err = s.start(name, log, stderr, append([]string{"-displayfd", "3"}, args...), w)
 	w.Close()
+	if ew != nil {
+		ew.Close()
+	}
 	if err != nil {
+		if er != nil {
+			er.Close()
+		}
 		return "", err
 	}
 	line, err := readLine(ctx, r, func(string) bool { return true })
@@ -203,15 +270,24 @@ func (s *Server) startX(ctx context.Context, log io.Writer, name string, args ..
 	if err != nil {
 		return "", fmt.Errorf("vnc: %s wrote %q for its display", name, line)
 	}
+	if er != nil {
+		if _, err := readLine(ctx, er, func(l string) bool { fmt.Fprintln(log, l); return strings.Contains(l, ready) }); err != nil {
+			er.Close()
+			return "", fmt.Errorf("vnc: %s did not say %q: %w", name, ready, err)
+		}
+		// The rest of its output goes on to the log; the pipe ends with
+		// the server.
+		go func() { _, _ = io.Copy(log, er); er.Close() }()
+	}
 	return ":" + strconv.Itoa(n), nil
 }
 
 // startX11vnc starts x11vnc and waits for its "PORT=" line, printed once
-// it listens.
-func (s *Server) startX11vnc(ctx context.Context, log io.Writer, args ...string) error {
+// it listens, and returns that port.
+func (s *Server) startX11vnc(ctx context.Context, log io.Writer, args ...string) (uint16, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("vnc: %w", err)
+		return 0, fmt.Errorf("vnc: %w", err)
 	}
 	cmd := exec.Command("x11vnc", args...)
 	cmd.Stdout, cmd.Stderr = w, log
@@ -219,18 +295,23 @@ func (s *Server) startX11vnc(ctx context.Context, log io.Writer, args ...string)
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		r.Close()
-		return fmt.Errorf("vnc: starting x11vnc: %w", err)
+		return 0, fmt.Errorf("vnc: starting x11vnc: %w", err)
 	}
 	w.Close()
 	s.procs = append(s.procs, cmd)
-	if _, err := readLine(ctx, r, func(l string) bool { return strings.HasPrefix(l, "PORT=") }); err != nil {
+	line, err := readLine(ctx, r, func(l string) bool { return strings.HasPrefix(l, "PORT=") })
+	if err != nil {
 		r.Close()
-		return fmt.Errorf("vnc: x11vnc did not start listening: %w", err)
+		return 0, fmt.Errorf("vnc: x11vnc did not start listening: %w", err)
 	}
 	// Its standard output goes on to the log, so that x11vnc never blocks
 	// on a full pipe; the pipe ends with x11vnc.
 	go func() { _, _ = io.Copy(log, r); r.Close() }()
-	return nil
+	port, err := strconv.ParseUint(strings.TrimPrefix(line, "PORT="), 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("vnc: x11vnc said %q", line)
+	}
+	return uint16(port), nil
 }
 
 // readLine reads lines from r until one satisfies ok, ctx ends or r does.
