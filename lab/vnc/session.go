@@ -90,10 +90,6 @@ type sessionConfig struct {
 	// paced false draws every version as fast as the display takes them
 	// (screendrive.Drive).
 	paced bool
-	// onUpdate, when set, sees each update with the client's framebuffer
-	// and the display (a test's check of the decoded pixels; it runs
-	// between updates, so the driver may have drawn more since).
-	onUpdate func(u Update, c *rfb.Client, d *xscreen.Display) error
 }
 
 // session runs the client against the server while the driver draws the
@@ -214,13 +210,6 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 		if err := c.Request(true); err != nil {
 			readErr = err
 			break
-		}
-		if cfg.onUpdate != nil {
-			if err := cfg.onUpdate(u, c, disp); err != nil {
-				cancel()
-				<-driveErr
-				return nil, err
-			}
 		}
 		mu.Lock()
 		shown = max(shown, u.Version)
