@@ -4,11 +4,9 @@ package vnc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
@@ -90,32 +88,18 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 	}()
 	sample()
 	var o *observed
-	for attempt := 1; ; attempt++ {
-		var conn net.Conn
-		err = pair.InA(func() error {
-			d := net.Dialer{Timeout: StartTimeout}
-			c, err := d.DialContext(ctx, "tcp", srv.Addr.String())
-			conn = c
-			return err
-		})
-		if err == nil {
-			o, err = session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
-				frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
-		} else {
-			err = fmt.Errorf("vnc: connecting from the scenario's network: %w", err)
-		}
-		// Now and then, with both servers, the first connection is
-		// refused or reset before the server has said its version,
-		// though the server listens (its log, the kernel's socket table)
-		// and never saw the connection: a new one is accepted.
-		spurious := errors.Is(err, syscall.ECONNREFUSED) || (errors.Is(err, errHandshake) && errors.Is(err, syscall.ECONNRESET))
-		if attempt < 5 && spurious && ctx.Err() == nil {
-			if ok, lerr := listening(srv.Addr); lerr == nil && ok {
-				fmt.Fprintf(cfg.Log, "lab vnc: %v; connecting again\n", err)
-				continue
-			}
-		}
-		break
+	var conn net.Conn
+	err = pair.InA(func() error {
+		d := net.Dialer{Timeout: StartTimeout}
+		c, err := d.DialContext(ctx, "tcp", srv.Addr.String())
+		conn = c
+		return err
+	})
+	if err == nil {
+		o, err = session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
+			frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
+	} else {
+		err = fmt.Errorf("vnc: connecting from the scenario's network: %w", err)
 	}
 	close(stopSampling)
 	<-sampled

@@ -96,8 +96,40 @@ type Server struct {
 	// Password is the VNC Authentication password, fresh for each server:
 	// the server listens on an address other programs could reach.
 	Password string
-	procs    []*exec.Cmd
+	procs    []proc
 	dir      string
+}
+
+// proc is a server program and the end of its goroutine's wait.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// launch starts cmd from a goroutine locked to its OS thread until cmd
+// ends: the parent-death signal (Pdeathsig) follows the thread that
+// started the child, and the kernel mode ends threads (those its
+// namespace switches leave locked), which would kill a server started
+// from one that a switch later takes.
+func (s *Server) launch(cmd *exec.Cmd) error {
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread() // never switched anywhere: the thread may be reused
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait() // how a server ends is Close's business
+		close(done)
+	}()
+	if err := <-started; err != nil {
+		return err
+	}
+	s.procs = append(s.procs, proc{cmd: cmd, done: done})
+	return nil
 }
 
 // Start starts the X display and the VNC server, and returns once the
@@ -223,10 +255,9 @@ func (s *Server) start(name string, log, stderr io.Writer, args []string, extra 
 	cmd.Stdout, cmd.Stderr = log, stderr
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = serverProcAttr()
-	if err := cmd.Start(); err != nil {
+	if err := s.launch(cmd); err != nil {
 		return nil, fmt.Errorf("vnc: starting %s: %w", name, err)
 	}
-	s.procs = append(s.procs, cmd)
 	return cmd, nil
 }
 
@@ -292,13 +323,12 @@ func (s *Server) startX11vnc(ctx context.Context, log io.Writer, args ...string)
 	cmd := exec.Command("x11vnc", args...)
 	cmd.Stdout, cmd.Stderr = w, log
 	cmd.SysProcAttr = serverProcAttr()
-	if err := cmd.Start(); err != nil {
+	if err := s.launch(cmd); err != nil {
 		w.Close()
 		r.Close()
 		return 0, fmt.Errorf("vnc: starting x11vnc: %w", err)
 	}
 	w.Close()
-	s.procs = append(s.procs, cmd)
 	line, err := readLine(ctx, r, func(l string) bool { return strings.HasPrefix(l, "PORT=") })
 	if err != nil {
 		r.Close()
@@ -351,15 +381,13 @@ func readLine(ctx context.Context, r *os.File, ok func(string) bool) (string, er
 func (s *Server) Close() error {
 	var errs []error
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		cmd := s.procs[i]
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
+		p := s.procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
 		}
 	}
 	s.procs = nil
@@ -382,8 +410,8 @@ func (s *Server) Close() error {
 // Pids are the server's processes, for a test that checks they are gone.
 func (s *Server) Pids() []int {
 	var out []int
-	for _, c := range s.procs {
-		out = append(out, c.Process.Pid)
+	for _, p := range s.procs {
+		out = append(out, p.cmd.Process.Pid)
 	}
 	return out
 }

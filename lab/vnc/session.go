@@ -59,10 +59,6 @@ func (ch *changes) count(fb *codec.Frame, rects []rfb.Rect) int {
 	return n
 }
 
-// errHandshake wraps a failure of the RFB handshake, before anything was
-// drawn or measured.
-var errHandshake = errors.New("vnc: handshake")
-
 // observed is what one session saw.
 type observed struct {
 	// epoch is time zero, when the timeline started: once the client
@@ -100,7 +96,7 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 	c, err := rfb.Handshake(cfg.conn, rfb.Config{Password: cfg.password,
 		Encodings: []int32{cfg.encoding, rfb.EncodingCopyRect}})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errHandshake, err)
+		return nil, err
 	}
 	disp, err := xscreen.Open(cfg.display)
 	if err != nil {
