@@ -134,6 +134,9 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 	}
 	var track changes
 	_ = cfg.conn.SetReadDeadline(time.Now().Add(StartTimeout))
+	if ctx.Err() != nil { // cancelled before the deadline was set: AfterFunc's is gone
+		return nil, ctx.Err()
+	}
 	for shown < 1 {
 		m, err := c.ReadMessage()
 		if err != nil {
@@ -162,6 +165,9 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 		}
 	}
 	_ = cfg.conn.SetReadDeadline(time.Time{})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	o.epoch = time.Now()
 	o.warmup = o.epoch.Sub(first.Drawn)
 	lastDrawn = 1
@@ -177,8 +183,8 @@ func session(ctx context.Context, cfg sessionConfig) (*observed, error) {
 		done = true
 		// The client stops at the last version shown, or when the drain
 		// ends; at once when it has shown it already (a still screen,
-		// where no update will come to wake it).
-		if shown >= lastDrawn {
+		// where no update will come to wake it) or the run is cancelled.
+		if shown >= lastDrawn || ctx.Err() != nil {
 			_ = cfg.conn.SetReadDeadline(time.Now())
 		} else {
 			_ = cfg.conn.SetReadDeadline(time.Now().Add(cfg.drain))
