@@ -14,6 +14,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"sync"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
@@ -38,8 +41,15 @@ type Display struct {
 // speaks.
 var ErrFormat = errors.New("xscreen: unsupported display format")
 
+// quietXGB silences xgb's own log: it writes to standard error that no
+// ~/.Xauthority exists (the lab's X servers need none) and that a
+// connection broke when a server ends, which Open, Sync and Get report as
+// errors anyway.
+var quietXGB sync.Once
+
 // Open connects to display (":1"; "" means $DISPLAY).
 func Open(display string) (_ *Display, err error) {
+	quietXGB.Do(func() { xgb.Logger = log.New(io.Discard, "", 0) })
 	conn, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		return nil, fmt.Errorf("xscreen: connecting to %q: %w", display, err)
