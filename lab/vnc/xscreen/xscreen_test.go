@@ -37,7 +37,6 @@ func xvfb(t *testing.T, w, h int) string {
 	return ":" + strings.TrimSpace(line)
 }
 
-
 // What is put on the display is what is read back, rectangle by rectangle,
 // across the requests a large rectangle is cut into; a frame of another
 // size or a rectangle outside is refused.
