@@ -57,10 +57,10 @@ func measureRun(t *testing.T, cfg Config) *result.Run {
 func TestX11vncLatency(t *testing.T) {
 	requireVNC(t, true, X11vnc)
 	lan := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: X11vnc, Encoding: rfb.EncodingZRLE,
-		Duration: 5 * time.Second, Screen: "mix"})
-	require.Greater(t, lan.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 5 s")
+		Duration: 4 * time.Second, Screen: "mix"})
+	require.Greater(t, lan.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 4 s")
 	bad := measureRun(t, Config{Scenario: libraryScenario(t, "lossy-fixed-bitrate"), Server: X11vnc, Encoding: rfb.EncodingZRLE,
-		Duration: 5 * time.Second, Screen: "mix"})
+		Duration: 4 * time.Second, Screen: "mix"})
 	require.Greater(t, bad.Summary.Displayed, 5)
 	require.GreaterOrEqual(t, bad.Summary.Latency.Median-lan.Summary.Latency.Median, 50*time.Millisecond,
 		"25 ms each way adds at least 50 ms of round trip to every update (the client asks, the server answers)")
