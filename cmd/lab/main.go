@@ -29,6 +29,7 @@ commands:
   compare one scenario, a group or the library under two configurations: report, plots, verdict
   ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
   shell   run any program (or a shell) in a namespace behind a scenario's network, TCP and UDP, as root (like mahimahi)
+  vnc     a real VNC server (x11vnc or Xvnc) measured through a scenario's network: update latency per screen change, as root
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
   test    your own scenario files in virtual time, exact: progress, summary, results, report, JUnit XML
 
@@ -71,6 +72,8 @@ func main() {
 		os.Exit(testMain(os.Args[2:], os.Stdout, os.Stderr)) // 0, 1 or 2: its own statuses
 	case "shell":
 		os.Exit(shellMain(os.Args[2:])) // CMD's status
+	case "vnc":
+		err = vncMain(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -99,8 +99,10 @@ func resultFiles(args []string) ([]string, error) {
 // several files (seeds, variants) are told apart by their file.
 func label(entries []reportEntry) {
 	count := map[string]int{}
+	withEncoder := map[[2]string]int{}
 	for _, e := range entries {
 		count[e.result.Scenario]++
+		withEncoder[[2]string{e.result.Scenario, e.result.Encoder}]++
 	}
 	slugs := map[string]bool{}
 	for i := range entries {
@@ -109,7 +111,14 @@ func label(entries []reportEntry) {
 		if e.label == "" {
 			e.label = strings.TrimSuffix(filepath.Base(e.file), ".json")
 		} else if count[e.label] > 1 {
-			e.label += " (" + filepath.Base(e.file) + ")"
+			// Runs of one scenario by different encoders (lab vnc's
+			// servers and encodings) are told apart by the encoder, others
+			// by their file.
+			if enc := e.result.Encoder; enc != "" && withEncoder[[2]string{e.label, enc}] == 1 {
+				e.label += " (" + enc + ")"
+			} else {
+				e.label += " (" + filepath.Base(e.file) + ")"
+			}
 		}
 		base := slug(e.label)
 		e.slug = base

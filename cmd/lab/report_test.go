@@ -102,6 +102,9 @@ func TestReportLabelsRunsOfOneScenario(t *testing.T) {
 		{file: "b/y.json", result: &result.Run{Scenario: "lan"}},
 		{file: "b/lan-y.json", result: &result.Run{Scenario: "lan y"}},
 		{file: "c/odd name.json", result: &result.Run{}},
+		{file: "d/1.json", result: &result.Run{Scenario: "wan", Encoder: "x11vnc-zrle"}},
+		{file: "d/2.json", result: &result.Run{Scenario: "wan", Encoder: "xvnc-zrle"}},
+		{file: "d/3.json", result: &result.Run{Scenario: "wan", Encoder: "xvnc-zrle"}},
 	}
 	label(entries)
 	var got [][2]string
@@ -113,5 +116,8 @@ func TestReportLabelsRunsOfOneScenario(t *testing.T) {
 		{"lan (y.json)", "lan-y.json"},
 		{"lan y", "lan-y"},
 		{"odd name", "odd-name"},
+		{"wan (x11vnc-zrle)", "wan-x11vnc-zrle"},
+		{"wan (2.json)", "wan-2.json"},
+		{"wan (3.json)", "wan-3.json"},
 	}, got)
 }

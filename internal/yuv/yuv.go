@@ -120,3 +120,22 @@ func (p *I420) FromRGB(pix []uint32, w, h int) {
 		}
 	}
 }
+
+// ToRGB converts p into pixels of the 0x00RRGGBB form (row-major, p.W x
+// p.H), BT.601's limited-range integer inverse of FromRGB, each chroma
+// sample shared by its 2x2 block. It is how a painted picture is shown on
+// a real display (lab vnc's screen driver).
+func (p *I420) ToRGB(pix []uint32) {
+	if len(pix) < p.W*p.H {
+		panic(fmt.Sprintf("yuv: a %dx%d picture into %d pixels", p.W, p.H, len(pix)))
+	}
+	clip := func(v int32) uint32 { return uint32(min(max(v, 0), 255)) }
+	for y := range p.H {
+		for x := range p.W {
+			c := 298 * (int32(p.Y[y*p.W+x]) - 16)
+			i := (y/2)*(p.W/2) + x/2
+			d, e := int32(p.U[i])-128, int32(p.V[i])-128
+			pix[y*p.W+x] = clip((c+409*e+128)>>8)<<16 | clip((c-100*d-208*e+128)>>8)<<8 | clip((c+516*d+128)>>8)
+		}
+	}
+}

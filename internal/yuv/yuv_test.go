@@ -39,3 +39,20 @@ func TestNewRefusesOddSizes(t *testing.T) {
 	require.Panics(t, func() { New(3, 2) })
 	require.Panics(t, func() { New(2, 0) })
 }
+
+// ToRGB undoes FromRGB within the rounding of the integer matrices on flat
+// colours, and keeps the padding byte zero.
+func TestToRGB(t *testing.T) {
+	p := New(2, 2)
+	out := make([]uint32, 4)
+	for _, c := range []uint32{0x000000, 0xffffff, 0xff0000, 0x00ff00, 0x0000ff, 0x808080, 0x123456} {
+		p.FromRGB([]uint32{c, c, c, c}, 2, 2)
+		p.ToRGB(out)
+		for _, got := range out {
+			require.Zero(t, got>>24)
+			for sh := 0; sh < 24; sh += 8 {
+				require.InDelta(t, float64(c>>sh&0xff), float64(got>>sh&0xff), 3, "colour %06x, got %06x", c, got)
+			}
+		}
+	}
+}

@@ -55,6 +55,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
@@ -490,8 +491,62 @@ func (d *Decoder) Decode(prev *codec.Frame, w, h int, data []byte) (*codec.Frame
 	return f, nil
 }
 
+// ReadRect decodes one Hextile rectangle at rx, ry of rw x rh pixels from
+// r straight into f, reading exactly the rectangle's bytes: a Hextile
+// rectangle carries no length, so an RFB client reading a
+// FramebufferUpdate off its connection learns where the rectangle ends only
+// by decoding it. The rectangle must lie inside f. Errors wrap the Err
+// values as Decode's do; a short read wraps ErrTruncated and r's error.
+func ReadRect(r io.Reader, f *codec.Frame, rx, ry, rw, rh int) error {
+	if f == nil || rw <= 0 || rh <= 0 || rx < 0 || ry < 0 || rx+rw > f.W || ry+rh > f.H || len(f.Pix) != f.W*f.H {
+		return fmt.Errorf("%w: rectangle at %d,%d size %dx%d", ErrBounds, rx, ry, rw, rh)
+	}
+	s := &streamReader{r: r}
+	if err := decodeRect(s, f, rx, ry, rw, rh); err != nil {
+		if s.err != nil {
+			return fmt.Errorf("%w (%w)", err, s.err)
+		}
+		return err
+	}
+	return nil
+}
+
+// source is where decodeRect reads a rectangle's bytes: a whole encoded
+// frame in memory (reader) or a connection (streamReader).
+type source interface {
+	bytes(n int) ([]byte, bool)
+	u8() (byte, bool)
+}
+
+// streamReader reads from an io.Reader into a scratch buffer that is
+// reused: what bytes returns is valid until the next call.
+type streamReader struct {
+	r   io.Reader
+	buf [HexTile * HexTile * BytesPerPixel]byte // the largest read: a Raw tile
+	err error
+}
+
+func (s *streamReader) bytes(n int) ([]byte, bool) {
+	if n > len(s.buf) || s.err != nil {
+		return nil, false
+	}
+	if _, err := io.ReadFull(s.r, s.buf[:n]); err != nil {
+		s.err = err
+		return nil, false
+	}
+	return s.buf[:n], true
+}
+
+func (s *streamReader) u8() (byte, bool) {
+	b, ok := s.bytes(1)
+	if !ok {
+		return 0, false
+	}
+	return b[0], true
+}
+
 // decodeRect reads one rectangle's tiles (RFC 6143 section 7.7.4) into f.
-func decodeRect(r *reader, f *codec.Frame, rx, ry, rw, rh int) error {
+func decodeRect(r source, f *codec.Frame, rx, ry, rw, rh int) error {
 	var st carry // nothing carries into a rectangle's first tile
 	for ty := ry; ty < ry+rh; ty += HexTile {
 		th := min(HexTile, ry+rh-ty)

@@ -91,6 +91,44 @@ func (d *Decoder) Decode(prev *codec.Frame, w, h int, data []byte) (*codec.Frame
 	return out, nil
 }
 
+// DecodeRect decodes one ZRLE rectangle at x, y of w x h pixels, whose zlib
+// data (the bytes after its length, section 7.7.6) is zdata, straight into
+// out: what an RFB client does with each ZRLE rectangle of a
+// FramebufferUpdate as it reads them off its connection, where other
+// encodings may come between. The rectangles of one connection must come
+// in order, as for Decode; an error is sticky in the same way.
+func (d *Decoder) DecodeRect(out *codec.Frame, x, y, w, h int, zdata []byte) error {
+	if d.err != nil {
+		return d.err
+	}
+	if out == nil || len(out.Pix) != out.W*out.H || x < 0 || y < 0 || w < 0 || h < 0 || x+w > out.W || y+h > out.H {
+		return fmt.Errorf("zrle: rectangle (%d,%d %dx%d) outside the frame", x, y, w, h)
+	}
+	d.in.push(zdata)
+	if w == 0 || h == 0 {
+		return nil
+	}
+	if err := d.inflate(out, x, y, w, h); err != nil {
+		d.err = fmt.Errorf("zrle: rectangle at %d,%d: %w", x, y, err)
+		return d.err
+	}
+	return nil
+}
+
+// inflate decodes one rectangle whose zlib data has been pushed.
+func (d *Decoder) inflate(out *codec.Frame, x, y, w, h int) error {
+	if d.zr == nil {
+		// The stream's zlib header arrives with the first rectangle.
+		zr, err := zlib.NewReader(&d.in)
+		if err != nil {
+			return err
+		}
+		d.zr = zr
+		d.br = bufio.NewReader(zr)
+	}
+	return d.rect(out, x, y, w, h)
+}
+
 func (d *Decoder) decode(out *codec.Frame, data []byte) error {
 	if len(data) < 2 {
 		return errors.New("zrle: truncated rectangle count")
@@ -122,16 +160,7 @@ func (d *Decoder) decode(out *codec.Frame, data []byte) error {
 		if rw == 0 || rh == 0 {
 			continue
 		}
-		if d.zr == nil {
-			// The stream's zlib header arrives with the first rectangle.
-			zr, err := zlib.NewReader(&d.in)
-			if err != nil {
-				return fmt.Errorf("zrle: rectangle %d: %w", i, err)
-			}
-			d.zr = zr
-			d.br = bufio.NewReader(zr)
-		}
-		if err := d.rect(out, x, y, rw, rh); err != nil {
+		if err := d.inflate(out, x, y, rw, rh); err != nil {
 			return fmt.Errorf("zrle: rectangle %d: %w", i, err)
 		}
 	}

@@ -1,0 +1,195 @@
+package vnc
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nuvirahub/latencylab/internal/quantile"
+	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
+	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// Reasons of the result's skip events.
+const (
+	// SkipCoalesced: the version was drawn, but the server sent a later
+	// one in its place (it reads the screen when the client asks, and
+	// what changed twice meanwhile is sent once).
+	SkipCoalesced = "server-coalesced"
+	// SkipNotDrawn: the driver fell behind the screen's timeline and
+	// drew a later version in its place.
+	SkipNotDrawn = "not-drawn"
+)
+
+// EncoderName is the result's encoder for a server and an encoding:
+// "x11vnc-zrle".
+func EncoderName(server string, encoding int32) string {
+	return server + "-" + rfb.EncodingName(encoding)
+}
+
+// record turns what a session saw into a result. Time zero is when the
+// timeline started, once the client showed the desktop (version 1): the
+// warm-up before it is the result's Handshake, as a session's connection
+// is, and version 1 is no frame of it. The links' timelines started when
+// the namespace was made, before the servers' start-up and the warm-up.
+func record(cfg Config, o *observed, samples []linkSample, interrupted string) *result.Run {
+	sc := cfg.Scenario
+	r := &result.Run{
+		Schema:   result.Version,
+		Scenario: sc.Name,
+		File:     sc.File,
+		Description: fmt.Sprintf("%s (%s) on a %dx%d X display showing the %q screen, measured through the network of scenario %s",
+			cfg.Server, rfb.EncodingName(cfg.Encoding), cfg.Width, cfg.Height, cfg.Screen, sc.Name),
+		Groups:          []string{"vnc"},
+		Seed:            cfg.Seed,
+		Duration:        cfg.Duration,
+		Ran:             o.ran,
+		Handshake:       o.warmup,
+		Interrupted:     interrupted,
+		Refresh:         screendrive.Refresh,
+		FreezeThreshold: result.FreezeAfter(screendrive.Refresh),
+		SampleEvery:     result.DefaultSampleEvery,
+		Encoder:         EncoderName(cfg.Server, cfg.Encoding),
+		Probe:           []result.ProbeAttempt{},
+		Network:         result.NetworkInfo{Up: phaseInfo(sc.Network.Up), Down: phaseInfo(sc.Network.Down)},
+		Frames:          []result.FrameRecord{},
+		ScreenChanges:   slices.Clone(o.changes),
+		Events:          []result.EventRecord{},
+		Targets:         []result.TargetRecord{},
+		Series:          []result.Point{},
+		Checks:          []result.Check{},
+	}
+	r.Frames, r.Events = frameRecords(o)
+	r.Series = series(r, o, samples)
+	if n := len(samples); n > 0 {
+		r.Links = result.LinkTotals{Up: linkTotal(samples[0].up, samples[n-1].up), Down: linkTotal(samples[0].down, samples[n-1].down)}
+	}
+	r.Summary = measure.Summarise(r)
+	return r
+}
+
+// frameRecords makes a frame of every version drawn, displayed at the
+// first update whose framebuffer showed its marker or a later one's. The
+// bytes of the updates up to and including that one are the frame's, so
+// that every byte the server sent counts once.
+func frameRecords(o *observed) ([]result.FrameRecord, []result.EventRecord) {
+	frames := []result.FrameRecord{}
+	events := []result.EventRecord{}
+	var pending int64
+	shownAt := map[uint64]time.Duration{}
+	bytesOf := map[uint64]int64{}
+	var shown uint64
+	for _, u := range o.updates {
+		pending += u.Bytes
+		if u.Version > shown {
+			shown = u.Version
+			shownAt[u.Version] = u.At
+			bytesOf[u.Version] = pending
+			pending = 0
+		}
+	}
+	prev := uint64(1) // the desktop, before time zero
+	for _, d := range o.drawn {
+		for v := prev + 1; v < d.Version; v++ {
+			events = append(events, result.EventRecord{At: d.Drawn.Sub(o.epoch), Kind: result.EventSkip, Reason: SkipNotDrawn, Seq: v})
+		}
+		prev = d.Version
+		captured := max(d.Drawn.Sub(o.epoch), 1) // 0 would read as "did not happen"
+		f := result.FrameRecord{Seq: d.Version, Version: d.Version, Keyframe: d.Version == 1, Quality: 1,
+			Captured: captured, EncodeEnd: captured}
+		if at, ok := shownAt[d.Version]; ok {
+			f.Bytes = int(bytesOf[d.Version])
+			f.Sent, f.Arrived, f.Displayed = at, at, at
+			f.Latency = max(at-captured, 0)
+		} else {
+			events = append(events, result.EventRecord{At: captured, Kind: result.EventSkip, Reason: SkipCoalesced, Seq: d.Version})
+		}
+		frames = append(frames, f)
+	}
+	slices.SortStableFunc(events, func(a, b result.EventRecord) int { return int(a.At - b.At) })
+	return frames, events
+}
+
+// series is the result's time series: frames displayed and their median
+// latency, the bytes received and the links' throughput by period.
+func series(r *result.Run, o *observed, samples []linkSample) []result.Point {
+	out := []result.Point{}
+	byDisplay := measure.Displayed(r)
+	for i := 1; i < len(samples); i++ {
+		a, b := samples[i-1].at.Sub(o.epoch), samples[i].at.Sub(o.epoch)
+		if b <= a || b <= 0 {
+			continue
+		}
+		a = max(a, 0)
+		secs := (b - a).Seconds()
+		pt := result.Point{From: a, To: b}
+		lat := measure.Latencies(measure.DisplayedIn(byDisplay, a, b))
+		pt.Displayed = len(lat)
+		if len(lat) > 0 {
+			pt.LatencyMedian = quantile.Nearest(lat, 0.5)
+		}
+		var got int64
+		for _, u := range o.updates {
+			if u.At >= a && u.At < b {
+				got += u.Bytes
+			}
+		}
+		pt.SendBps = float64(got*8) / secs
+		pt.Up = linkPoint(samples[i-1].up, samples[i].up, secs)
+		pt.Down = linkPoint(samples[i-1].down, samples[i].down, secs)
+		out = append(out, pt)
+	}
+	return out
+}
+
+func linkPoint(prev, cur netem.Stats, secs float64) result.LinkPoint {
+	lp := result.LinkPoint{ThroughputBps: float64(cur.Delivered.Bytes-prev.Delivered.Bytes) * 8 / secs}
+	if n := cur.Queued.Packets - prev.Queued.Packets; n > 0 {
+		lp.QueueDelay = (cur.Queued.Total - prev.Queued.Total) / time.Duration(n)
+	}
+	return lp
+}
+
+func linkTotal(from, to netem.Stats) result.LinkTotal {
+	t := result.LinkTotal{
+		OfferedPackets:   to.Offered.Packets - from.Offered.Packets,
+		OfferedBytes:     to.Offered.Bytes - from.Offered.Bytes,
+		DeliveredPackets: to.Delivered.Packets - from.Delivered.Packets,
+		DeliveredBytes:   to.Delivered.Bytes - from.Delivered.Bytes,
+		Dropped:          map[string]uint64{},
+		QueueMax:         to.Queued.Max,
+	}
+	for reason, c := range to.Dropped {
+		if n := c.Packets - from.Dropped[reason].Packets; n > 0 {
+			t.Dropped[string(reason)] = n
+		}
+	}
+	if n := to.Queued.Packets - from.Queued.Packets; n > 0 {
+		t.QueueMean = (to.Queued.Total - from.Queued.Total) / time.Duration(n)
+	}
+	return t
+}
+
+// linkSample is the links' counters at an instant.
+type linkSample struct {
+	at       time.Time
+	up, down netem.Stats
+}
+
+// phaseInfo describes a direction's phases as the lab's results do.
+func phaseInfo(phases []scenarios.Phase) []result.PhaseInfo {
+	out := []result.PhaseInfo{}
+	for _, ph := range phases {
+		pi := result.PhaseInfo{At: ph.At, Description: lab.DescribePhase(ph), RateBps: ph.Rate}
+		if ph.Trace != nil {
+			pi.Trace = ph.Trace.File
+		}
+		out = append(out, pi)
+	}
+	return out
+}

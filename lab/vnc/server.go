@@ -1,0 +1,417 @@
+package vnc
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	mathrand "math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
+)
+
+// The servers lab vnc knows.
+const (
+	X11vnc = "x11vnc" // x11vnc scraping an Xvfb display
+	Xvnc   = "xvnc"   // TigerVNC's Xvnc, an X server that is its own VNC server
+)
+
+// Servers lists them, for flags and messages.
+var Servers = []string{X11vnc, Xvnc}
+
+// InstallHint is how to install every program lab vnc runs, on Debian.
+const InstallHint = "apt-get install -y xvfb x11vnc tigervnc-standalone-server"
+
+// ErrMissing is wrapped by Check's error: a server's program is not
+// installed.
+var ErrMissing = errors.New("vnc: server not installed")
+
+// StartTimeout bounds how long a server has to get ready.
+const StartTimeout = 20 * time.Second
+
+// binaries are the programs each server needs.
+func binaries(kind string) ([]string, error) {
+	switch kind {
+	case X11vnc:
+		return []string{"Xvfb", "x11vnc"}, nil
+	case Xvnc:
+		return []string{"Xvnc"}, nil
+	}
+	return nil, fmt.Errorf("vnc: unknown server %q (%s)", kind, strings.Join(Servers, ", "))
+}
+
+// Check says whether kind's programs are installed, and how to install
+// them when they are not.
+func Check(kind string) error {
+	bins, err := binaries(kind)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s needs %s, not found on PATH: install with `%s`", ErrMissing, kind, strings.Join(missing, " and "), InstallHint)
+	}
+	return nil
+}
+
+// ServerConfig is a server to start.
+type ServerConfig struct {
+	// Kind is X11vnc or Xvnc.
+	Kind string
+	// Width and Height are the X display's size.
+	Width, Height int
+	// Listen is the one address the VNC server accepts connections on
+	// (the kernel mode's gateway, or the loopback): never all of the
+	// host's.
+	Listen netip.Addr
+	// Log receives the servers' own output (nil: dropped).
+	Log io.Writer
+}
+
+// Server is a running X display and VNC server. Close stops them.
+type Server struct {
+	// Display is the X display, ":3" for instance.
+	Display string
+	// Addr is where the VNC server listens.
+	Addr netip.AddrPort
+	// Password is the VNC Authentication password, fresh for each server:
+	// the server listens on an address other programs could reach.
+	Password string
+	procs    []proc
+	dir      string
+}
+
+// proc is a server program and the end of its goroutine's wait.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// launch starts cmd from a goroutine locked to its OS thread until cmd
+// ends: the parent-death signal (Pdeathsig) follows the thread that
+// started the child, and the kernel mode ends threads (those its
+// namespace switches leave locked), which would kill a server started
+// from one that a switch later takes.
+func (s *Server) launch(cmd *exec.Cmd) error {
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread() // never switched anywhere: the thread may be reused
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait() // how a server ends is Close's business
+		close(done)
+	}()
+	if err := <-started; err != nil {
+		return err
+	}
+	s.procs = append(s.procs, proc{cmd: cmd, done: done})
+	return nil
+}
+
+// Start starts the X display and the VNC server, and returns once the
+// server accepts connections: Xvfb and Xvnc say when they are ready by
+// writing their display number (-displayfd), x11vnc by printing its port.
+// Whatever it started is stopped again when it fails or ctx ends first.
+func Start(ctx context.Context, cfg ServerConfig) (_ *Server, err error) {
+	if err := Check(cfg.Kind); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "lab-vnc-")
+	if err != nil {
+		return nil, fmt.Errorf("vnc: %w", err)
+	}
+	s := &Server{dir: dir}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	var pw [6]byte
+	if _, err := rand.Read(pw[:]); err != nil {
+		return nil, fmt.Errorf("vnc: %w", err)
+	}
+	s.Password = hex.EncodeToString(pw[:])[:8]
+	pwFile := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(pwFile, rfb.PasswordFile(s.Password), 0o600); err != nil {
+		return nil, fmt.Errorf("vnc: %w", err)
+	}
+	port, err := freePort(cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	s.Addr = netip.AddrPortFrom(cfg.Listen, port)
+	geometry := fmt.Sprintf("%dx%d", cfg.Width, cfg.Height)
+	switch cfg.Kind {
+	case X11vnc:
+		if s.Display, err = s.startX(ctx, cfg.Log, "Xvfb", "", "-screen", "0", geometry+"x24", "-nolisten", "tcp"); err != nil {
+			return nil, err
+		}
+		// x11vnc as it is run on a desktop, with its defaults (polling
+		// the screen, helped by the X DAMAGE extension); no cursor drawn
+		// into the framebuffer, so that what it sends is the display's
+		// contents, and never a second client's forced exit.
+		var got uint16
+		got, err = s.startX11vnc(ctx, cfg.Log, "-display", s.Display, "-rfbport", strconv.Itoa(int(port)), "-listen", cfg.Listen.String(),
+			"-rfbauth", pwFile, "-forever", "-shared", "-nocursor", "-noipv6", "-nossl", "-norc")
+		if err == nil && got != port {
+			// x11vnc moves to another port when its own is taken.
+			s.Addr = netip.AddrPortFrom(cfg.Listen, got)
+		}
+	case Xvnc:
+		s.Display, err = s.startX(ctx, cfg.Log, "Xvnc", "created VNC server for screen", "-geometry", geometry, "-depth", "24", "-rfbport", strconv.Itoa(int(port)),
+			"-interface", cfg.Listen.String(), "-SecurityTypes", "VncAuth", "-PasswordFile", pwFile,
+			"-AlwaysShared", "-nolisten", "tcp")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := listening(s.Addr); err == nil && !ok {
+		return nil, fmt.Errorf("vnc: %s is not listening on %v once started (its output, with lab vnc -v, says why)", cfg.Kind, s.Addr)
+	}
+	return s, nil
+}
+
+// freePort finds a port free on addr, below the kernel's range of
+// ephemeral ports (32768 and up by default): a port from that range,
+// free when checked, could meanwhile be given to any process on this
+// machine that listens on port 0 or connects, and the client would reach
+// that process instead of the server.
+func freePort(addr netip.Addr) (uint16, error) {
+	var last error
+	for range 50 {
+		port := uint16(20000 + mathrand.IntN(12000))
+		l, err := net.Listen("tcp", netip.AddrPortFrom(addr, port).String())
+		if err != nil {
+			last = err
+			continue
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("vnc: no free port on %v: %w", addr, last)
+}
+
+// listening tells whether a TCP socket listens on ap (IPv4), from the
+// kernel's table of this thread's network namespace: a server that could
+// not bind its port says so only in its log, and goes on running. Not
+// /proc/net, which is the main thread's namespace, and the kernel mode may
+// have switched that one into a namespace of its own for good.
+func listening(ap netip.AddrPort) (bool, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/net/tcp")
+	if err != nil {
+		return false, err
+	}
+	a := ap.Addr().As4()
+	// The address as the kernel prints it: the 32-bit word in host
+	// (little-endian) order, then the port.
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a[3], a[2], a[1], a[0], ap.Port())
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[1] == want && f[3] == "0A" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// start starts a server program in its own process group, which dies with
+// this process. Its standard error goes to stderr (nil: log).
+func (s *Server) start(name string, log, stderr io.Writer, args []string, extra ...*os.File) (*exec.Cmd, error) {
+	if stderr == nil {
+		stderr = log
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = log, stderr
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = serverProcAttr()
+	if err := s.launch(cmd); err != nil {
+		return nil, fmt.Errorf("vnc: starting %s: %w", name, err)
+	}
+	return cmd, nil
+}
+
+// startX starts an X server (Xvfb or Xvnc) that picks a free display and
+// writes its number on fd 3 once it accepts X clients. With ready, it
+// also waits for the line of its standard error that contains ready:
+// Xvnc opens its VNC port after it has written its display.
+func (s *Server) startX(ctx context.Context, log io.Writer, name, ready string, args ...string) (string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("vnc: %w", err)
+	}
+	defer r.Close()
+	var er, ew *os.File
+	if ready != "" {
+		if er, ew, err = os.Pipe(); err != nil {
+			w.Close()
+			return "", fmt.Errorf("vnc: %w", err)
+		}
+	}
+	var stderr io.Writer
+	if ew != nil {
+		stderr = ew
+	}
+	_, err = s.start(name, log, stderr, append([]string{"-displayfd", "3"}, args...), w)
+	w.Close()
+	if ew != nil {
+		ew.Close()
+	}
+	if err != nil {
+		if er != nil {
+			er.Close()
+		}
+		return "", err
+	}
+	line, err := readLine(ctx, r, func(string) bool { return true })
+	if err != nil {
+		return "", fmt.Errorf("vnc: %s did not say its display: %w", name, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return "", fmt.Errorf("vnc: %s wrote %q for its display", name, line)
+	}
+	if er != nil {
+		if _, err := readLine(ctx, er, func(l string) bool { fmt.Fprintln(log, l); return strings.Contains(l, ready) }); err != nil {
+			er.Close()
+			return "", fmt.Errorf("vnc: %s did not say %q: %w", name, ready, err)
+		}
+		// The rest of its output goes on to the log; the pipe ends with
+		// the server.
+		go func() { _, _ = io.Copy(log, er); er.Close() }()
+	}
+	return ":" + strconv.Itoa(n), nil
+}
+
+// startX11vnc starts x11vnc and waits for its "PORT=" line, printed once
+// it listens, and returns that port.
+func (s *Server) startX11vnc(ctx context.Context, log io.Writer, args ...string) (uint16, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("vnc: %w", err)
+	}
+	cmd := exec.Command("x11vnc", args...)
+	cmd.Stdout, cmd.Stderr = w, log
+	cmd.SysProcAttr = serverProcAttr()
+	if err := s.launch(cmd); err != nil {
+		w.Close()
+		r.Close()
+		return 0, fmt.Errorf("vnc: starting x11vnc: %w", err)
+	}
+	w.Close()
+	line, err := readLine(ctx, r, func(l string) bool { return strings.HasPrefix(l, "PORT=") })
+	if err != nil {
+		r.Close()
+		return 0, fmt.Errorf("vnc: x11vnc did not start listening: %w", err)
+	}
+	// Its standard output goes on to the log, so that x11vnc never blocks
+	// on a full pipe; the pipe ends with x11vnc.
+	go func() { _, _ = io.Copy(log, r); r.Close() }()
+	port, err := strconv.ParseUint(strings.TrimPrefix(line, "PORT="), 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("vnc: x11vnc said %q", line)
+	}
+	return uint16(port), nil
+}
+
+// readLine reads lines from r until one satisfies ok, ctx ends or r does.
+// r is closed on ctx's end, which unblocks the read.
+func readLine(ctx context.Context, r *os.File, ok func(string) bool) (string, error) {
+	type res struct {
+		line string
+		err  error
+	}
+	got := make(chan res, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if ok(sc.Text()) {
+				got <- res{line: sc.Text()}
+				return
+			}
+		}
+		err := sc.Err()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		got <- res{err: fmt.Errorf("it ended first (%w)", err)}
+	}()
+	select {
+	case g := <-got:
+		return g.line, g.err
+	case <-ctx.Done():
+		_ = r.SetReadDeadline(time.Now())
+		return "", ctx.Err()
+	}
+}
+
+// Close stops the VNC server and the X display (SIGTERM, then SIGKILL
+// after a second) and removes the password file. It may be called more
+// than once.
+func (s *Server) Close() error {
+	var errs []error
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		p := s.procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	s.procs = nil
+	if n := strings.TrimPrefix(s.Display, ":"); n != "" {
+		// An X server that was killed (SIGKILL) leaves its socket and lock
+		// file behind; one that ended cleanly removed them already.
+		for _, f := range []string{"/tmp/.X11-unix/X" + n, "/tmp/.X" + n + "-lock"} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if s.dir != "" {
+		errs = append(errs, os.RemoveAll(s.dir))
+		s.dir = ""
+	}
+	return errors.Join(errs...)
+}
+
+// Pids are the server's processes, for a test that checks they are gone.
+func (s *Server) Pids() []int {
+	var out []int
+	for _, p := range s.procs {
+		out = append(out, p.cmd.Process.Pid)
+	}
+	return out
+}
