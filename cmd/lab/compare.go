@@ -15,6 +15,9 @@ import (
 // configurations and writes a report with plots and a verdict; like the
 // nightly it runs under go test (lab/jobs/nightly_job_test.go).
 func compareCmd(args []string, stdout, stderr io.Writer) error {
+	if resultsGiven(args) {
+		return compareResultsCmd(args, stdout, stderr)
+	}
 	goArgs, err := compareCommand(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -23,6 +26,64 @@ func compareCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return goTest("compare", goArgs, stdout, stderr)
+}
+
+// resultsGiven reports whether compare is asked to judge runs already
+// made (-a-results, -b-results) rather than to run sessions.
+func resultsGiven(args []string) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "a-results" || name == "b-results") {
+			return true
+		}
+	}
+	return false
+}
+
+// compareResultsCmd judges two sets of result files against each other
+// without running a session: lab vnc's runs of two servers, or two
+// folders of lab run -out. It needs no go test (nothing runs in a
+// synctest bubble).
+func compareResultsCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: lab compare -a-results FILES -b-results FILES [-out DIR]
+
+Judges runs already made, B against A, as lab compare judges two
+configurations: per scenario (runs pair by the scenario's name) and metric,
+both sides with their intervals, the difference, plots and a verdict. FILES
+is a comma-separated list of result files, folders or glob patterns, e.g.
+x11vnc against Xvnc from lab vnc's folder:
+
+  lab compare -a-results 'out/vnc/*-x11vnc-zrle-*.json' -b-results 'out/vnc/*-xvnc-zrle-*.json'
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	a := fs.String("a-results", "", "side A's result files, folders or patterns, comma-separated")
+	b := fs.String("b-results", "", "side B's, judged against A")
+	out := fs.String("out", jobs.DefaultCompareOut, "the report's folder")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("compare: unexpected argument %q", fs.Arg(0))
+	}
+	if *a == "" || *b == "" {
+		return jobs.ErrNoResults
+	}
+	split := func(s string) []string { return strings.Split(s, ",") }
+	run, err := jobs.CompareResults(jobs.CompareResultsOptions{A: split(*a), B: split(*b), Out: *out})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\nreport: %s\n", run.Verdict(), run.Report)
+	return nil
 }
 
 // abrKeys are the settings of the ABR's rule.

@@ -164,8 +164,7 @@ func compareDoc(run *CompareRun, sa []Session, seeds []uint64, commit string, be
 	doc := &render.Doc{Title: fmt.Sprintf("Compare: %s against %s", lb, la)}
 	doc.Intro = []string{
 		fmt.Sprintf("A: %s%s. B: %s%s.", la, changesText(run.A), lb, changesText(run.B)),
-		fmt.Sprintf("%d scenarios x seeds %s under each, %s (commit %s): %d sessions in %.1f s wall.",
-			len(j.Scenarios), seedList(seeds), began.UTC().Format(time.RFC3339), orUnknown(commit), run.Sessions, run.Wall.Seconds()),
+		sessionsText(run, j, seeds, commit, began),
 		"Verdict: " + run.Verdict(),
 		"Rule (B judged against A as the nightly judges new runs against the baseline): " + reports.Rule,
 	}
@@ -200,6 +199,17 @@ func compareDoc(run *CompareRun, sa []Session, seeds []uint64, commit string, be
 		doc.Sections = append(doc.Sections, render.Section{Heading: "Failures and notes", Paragraphs: notes})
 	}
 	return doc
+}
+
+// sessionsText says what ran: sessions run for the comparison, or runs
+// read from result files (CompareResults, which runs nothing).
+func sessionsText(run *CompareRun, j *Judgement, seeds []uint64, commit string, began time.Time) string {
+	if run.Wall == 0 {
+		return fmt.Sprintf("%d scenarios, seeds %s: %d runs read from result files, %s.",
+			len(j.Scenarios), seedList(seeds), run.Sessions, began.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%d scenarios x seeds %s under each, %s (commit %s): %d sessions in %.1f s wall.",
+		len(j.Scenarios), seedList(seeds), began.UTC().Format(time.RFC3339), orUnknown(commit), run.Sessions, run.Wall.Seconds())
 }
 
 func resultsOf(ss []*Session) []*result.Run {
