@@ -537,6 +537,21 @@ func convertScreen(phases []scenarios.ScreenPhase, refresh float64) (*screen.Con
 	return cfg, nil
 }
 
+// ScreenTimeline is a scenario's screen section as the screen model's
+// timeline, as a session converts it: the documented full-screen
+// animation when the section is empty. lab vnc draws it on a real
+// server's display.
+func ScreenTimeline(sc *scenarios.Scenario) ([]screen.Phase, error) {
+	cfg, err := convertScreen(sc.Screen, 0)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return []screen.Phase{{Source: screen.Animation{}}}, nil
+	}
+	return cfg.Timeline, nil
+}
+
 // convertAgent builds the agent's configuration: encoders (with the probe
 // list and the N16 switch on every one of them), capture, controller,
 // send cap, refinement and the N7 switch.

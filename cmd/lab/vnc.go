@@ -55,7 +55,7 @@ func parseVNC(args []string, out io.Writer) (vncFlags, error) {
 	fs.StringVar(&f.scenario, "scenario", "", "a scenario of the library by name, or a scenario file: its network is what the client's connection crosses")
 	fs.StringVar(&f.server, "server", vnc.X11vnc, "the VNC server: "+strings.Join(vnc.Servers, " or "))
 	fs.StringVar(&f.encoding, "encoding", "zrle", "the encoding the client asks for: zrle, hextile or raw (CopyRect and Raw are understood too)")
-	fs.StringVar(&f.screen, "screen", vnc.DefaultScreen, "the screen's timeline: "+strings.Join(screendrive.Timelines, ", ")+" (mix: typing, scrolling, a video in a corner, an animation and a still screen, a fifth of the run each)")
+	fs.StringVar(&f.screen, "screen", vnc.DefaultScreen, "the screen's timeline: "+strings.Join(screendrive.Timelines, ", ")+" (mix: typing, scrolling, a video in a corner, an animation and a still screen, a fifth of the run each), or "+vnc.ScenarioScreen+": the scenario's own screen section")
 	fs.StringVar(&f.size, "size", fmt.Sprintf("%dx%d", vnc.DefaultWidth, vnc.DefaultHeight), "the X display's size, WIDTHxHEIGHT")
 	fs.Uint64Var(&f.seed, "seed", 0, "the screen's seed (0: the scenario's)")
 	fs.DurationVar(&f.duration, "duration", vnc.DefaultDuration, "how long the screen changes")

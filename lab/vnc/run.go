@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -119,9 +121,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// ScenarioScreen is the Screen that draws the scenario's own screen
+// section (its phases at their instants, as a session would show them).
+const ScenarioScreen = "scenario"
+
 // frames makes the screen of c.
 func (c Config) frames() (*screendrive.Frames, error) {
-	tl, err := screendrive.Timeline(c.Screen, c.Duration)
+	timeline := func() ([]screen.Phase, error) { return screendrive.Timeline(c.Screen, c.Duration) }
+	if c.Screen == ScenarioScreen {
+		timeline = func() ([]screen.Phase, error) { return lab.ScreenTimeline(c.Scenario) }
+	}
+	tl, err := timeline()
 	if err != nil {
 		return nil, err
 	}

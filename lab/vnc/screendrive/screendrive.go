@@ -33,7 +33,8 @@ import (
 // up with at the default size.
 const Refresh = 30.0
 
-// Timelines names the screen timelines the driver knows, for -screen.
+// Timelines names the screen timelines the driver knows, for -screen
+// (lab vnc also takes "scenario": the scenario's own screen section).
 var Timelines = []string{"mix", "still", "typing", "scrolling", "video", "animation"}
 
 // Timeline returns the named timeline over d: one source for the whole
