@@ -27,8 +27,10 @@ type RealTimeConfig struct {
 // run then lasts the scenario's duration of wall-clock time.
 //
 // It must not be called inside a testing/synctest bubble: its sockets and
-// the proxy's timers are the kernel's, not the bubble's. A scenario with a
-// path is refused (ErrUnsupported). When ctx ends during the session, the
+// the proxy's timers are the kernel's, not the bubble's. The scenario's
+// traffic runs beside the session, each flow between two loopback
+// sockets of its own through the proxy's links. A scenario with a path is
+// refused (ErrUnsupported). When ctx ends during the session, the
 // result measured so far comes back with an error wrapping ctx's cause.
 func RunRealTime(ctx context.Context, sc *scenarios.Scenario, cfg RealTimeConfig) (*result.Run, error) {
 	return runConfigured(ctx, sc, func(s *Session) {

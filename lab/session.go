@@ -115,9 +115,10 @@ type Session struct {
 	Kernel *KernelMode
 	// Traffic is other traffic sharing the session's links: flows that
 	// run from their start to their stop, counted from time zero (see
-	// Flow). The in-memory transport carries every kind; the others
-	// refuse traffic (ErrUnsupported), but for the kernel mode, which
-	// carries tcp-bulk flows over the kernel's TCP.
+	// Flow). The in-memory transport and the real-time one (through the
+	// proxy's links, netem.Proxy.Route) carry every kind; the kernel mode
+	// carries tcp-bulk flows over the kernel's TCP and refuses the others;
+	// a session with a Path refuses traffic (ErrUnsupported).
 	Traffic []Flow
 	// Metrics, when set, is fed as the session runs: frames and events as
 	// the ground truth records them, the controller's target as it
@@ -243,7 +244,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	capt, err := startCapture(s.Capture, s.Traffic)
+	capt, err := startCapture(s.Capture, s.Traffic, s.RealTime)
 	if err != nil {
 		return nil, err
 	}

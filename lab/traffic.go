@@ -99,6 +99,15 @@ func (f Flow) media() bool { return f.Kind == FlowSession || f.Kind == FlowRever
 // dataUp tells whether the flow's data crosses the uplink.
 func (f Flow) dataUp() bool { return f.Kind == FlowReverseMedia || f.Up && !f.media() }
 
+// roles names the flow's ends at the agent's host and at the viewer's by
+// what they do: the sender sends the data, the receiver gets it.
+func (f Flow) roles() (agentEnd, viewerEnd string) {
+	if f.dataUp() {
+		return "receiver", "sender"
+	}
+	return "sender", "receiver"
+}
+
 // checkTraffic refuses flows that cannot run: an unknown kind, an instant
 // outside the session, names used twice.
 func checkTraffic(s Session) error {
@@ -153,12 +162,36 @@ type flowEnv struct {
 	keyLog io.Writer
 }
 
+// flowEnds makes a flow's two endpoints on a transport's network, the
+// one at the agent's host and the one at the viewer's. Each reaches the
+// other at the other's LocalAddr, as the flows address their peers, and
+// what each sends waits the flow's Delay before the shared links.
+type flowEnds interface {
+	ends(f Flow, i int) (agentEnd, viewerEnd net.PacketConn, err error)
+}
+
 // memoryTraffic is trafficNet on the in-memory network: the flows'
 // endpoints share the hosts, and so the links, of the session's two PCs.
 type memoryTraffic struct{ n *netem.Network }
 
 func (m memoryTraffic) run(ctx context.Context, f Flow, i int, env flowEnv) (flows.Stats, []groundtruth.Frame, error) {
 	return runFlow(ctx, f, i, env, m)
+}
+
+// ends binds port FlowPortBase+i at both hosts.
+func (m memoryTraffic) ends(f Flow, i int) (net.PacketConn, net.PacketConn, error) {
+	port := uint16(FlowPortBase + i)
+	agentRole, viewerRole := f.roles()
+	a, err := m.endpoint(true, port, f.Delay, "traffic/"+f.Name+"/"+agentRole)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := m.endpoint(false, port, f.Delay, "traffic/"+f.Name+"/"+viewerRole)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return a, v, nil
 }
 
 // endpoint binds port at the agent's host (agentSide) or the viewer's,
@@ -237,22 +270,19 @@ func flowSeed(seed uint64, i int, name string) uint64 {
 	return seeded.New(seed, "traffic", strconv.Itoa(i), name).Uint64()
 }
 
-// runFlow runs flow i between its two endpoints on the in-memory network
-// until ctx ends.
-func runFlow(ctx context.Context, f Flow, i int, env flowEnv, tn memoryTraffic) (flows.Stats, []groundtruth.Frame, error) {
+// runFlow runs flow i between its two endpoints on the transport's
+// network until ctx ends.
+func runFlow(ctx context.Context, f Flow, i int, env flowEnv, net flowEnds) (flows.Stats, []groundtruth.Frame, error) {
 	seed, meter, zero, keyLog := env.seed, env.meter, env.zero, env.keyLog
-	port := uint16(FlowPortBase + i)
-	// The sender is at the agent's host unless the data goes up; a
-	// session's agent sends, its viewer receives.
-	senderAtAgent := !f.dataUp()
-	sender, err := tn.endpoint(senderAtAgent, port, f.Delay, "traffic/"+f.Name+"/sender")
+	agentEnd, viewerEnd, err := net.ends(f, i)
 	if err != nil {
 		return flows.Stats{}, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
 	}
-	receiver, err := tn.endpoint(!senderAtAgent, port, f.Delay, "traffic/"+f.Name+"/receiver")
-	if err != nil {
-		sender.Close()
-		return flows.Stats{}, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
+	// The sender is at the agent's host unless the data goes up; a
+	// session's agent sends, its viewer receives.
+	sender, receiver := agentEnd, viewerEnd
+	if f.dataUp() {
+		sender, receiver = viewerEnd, agentEnd
 	}
 	var st flows.Stats
 	switch f.Kind {
