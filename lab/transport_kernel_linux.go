@@ -24,6 +24,11 @@ import (
 	"github.com/nuvirahub/latencylab/netem/relay"
 )
 
+// KernelAvailable says why the kernel mode cannot run here (it needs
+// root, /dev/net/tun and the ip command: kernel.Available), or nil when
+// it can: for a command to refuse in one line before it sets anything up.
+func KernelAvailable() error { return kernel.Available() }
+
 // kernelTransport is the kernel mode (Session.Kernel): the agent and the
 // viewer in two network namespaces, their kernels' traffic crossing the
 // session's links through TUN devices.
