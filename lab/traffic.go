@@ -219,8 +219,11 @@ func (m memoryTraffic) endpoint(agentSide bool, port uint16, delay time.Duration
 // trafficRun is the flows of a session under way.
 type trafficRun struct {
 	results []FlowResult
-	wg      sync.WaitGroup
-	cancel  context.CancelFunc
+	// meters count each flow's payload as it arrives: read while the
+	// flows run (a session's metrics), and their buckets at the end.
+	meters []*flows.Meter
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
 }
 
 // startTraffic starts every flow's goroutine: each waits for its start
@@ -229,7 +232,7 @@ type trafficRun struct {
 // the flow's place and its name.
 func startTraffic(ctx context.Context, s Session, tn trafficNet, zero, end time.Time, keyLog io.Writer) *trafficRun {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &trafficRun{results: make([]FlowResult, len(s.Traffic)), cancel: cancel}
+	t := &trafficRun{results: make([]FlowResult, len(s.Traffic)), meters: make([]*flows.Meter, len(s.Traffic)), cancel: cancel}
 	period := s.SampleEvery
 	if period <= 0 {
 		period = result.DefaultSampleEvery
@@ -239,9 +242,10 @@ func startTraffic(ctx context.Context, s Session, tn trafficNet, zero, end time.
 			f.Stop = end.Sub(zero)
 		}
 		t.results[i].Flow = f
+		meter := flows.NewMeter(zero, period)
+		t.meters[i] = meter
 		t.wg.Go(func() {
 			res := &t.results[i]
-			meter := flows.NewMeter(zero, period)
 			if sleepUntil(ctx, zero.Add(f.Start)) {
 				fctx, stop := context.WithDeadline(ctx, zero.Add(f.Stop))
 				env := flowEnv{seed: s.Seed, meter: meter, zero: zero, keyLog: keyLog}
@@ -298,10 +302,9 @@ func runFlow(ctx context.Context, f Flow, i int, env flowEnv, net flowEnds) (flo
 		st, err = flows.Web(ctx, sender, receiver, web, seeded.New(seed, "traffic", strconv.Itoa(i), f.Name, "web"), meter)
 	case FlowSession, FlowReverseMedia:
 		var frames []groundtruth.Frame
-		frames, err = runSessionFlow(ctx, f, flowSeed(seed, i, f.Name), sender, receiver, zero, keyLog)
+		frames, err = runSessionFlow(ctx, f, flowSeed(seed, i, f.Name), sender, receiver, zero, keyLog, meter)
 		for _, fr := range frames {
 			if !fr.Arrived.IsZero() {
-				meter.Add(fr.Arrived, fr.Bytes)
 				st.Delivered += int64(fr.Bytes)
 			}
 			if !fr.Sent.IsZero() {
