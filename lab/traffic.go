@@ -122,7 +122,7 @@ func checkTraffic(s Session) error {
 		case f.Delay < 0:
 			return fmt.Errorf("%w: %s: negative delay %v", ErrScenario, where, f.Delay)
 		case s.Kernel != nil && f.Kind != FlowTCPBulk:
-			return fmt.Errorf("%w: %s: a %s flow in the kernel mode (it runs tcp-bulk flows, over the kernel's TCP; the other kinds run in the in-memory network)", ErrUnsupported, where, f.Kind)
+			return fmt.Errorf("%w: %s: a %s flow in the kernel mode (it runs tcp-bulk flows, over the kernel's TCP; the other kinds run in virtual time and in real time through the proxy)", ErrUnsupported, where, f.Kind)
 		case s.Kernel != nil && f.Delay > 0:
 			return fmt.Errorf("%w: %s: an extra delay in the kernel mode (its flows share the namespaces' one pair of links)", ErrUnsupported, where)
 		}
