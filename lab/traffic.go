@@ -45,7 +45,8 @@ const DefaultCBRSize = 1200
 // Flow is one flow of other traffic in a session (Session.Traffic): it
 // shares the session's links from Start to Stop, between an endpoint at
 // the agent's host (the far end: the internet for a download) and one at
-// the viewer's, each on port FlowPortBase plus the flow's place.
+// the viewer's: in the in-memory network each on port FlowPortBase plus
+// the flow's place, in real time two loopback sockets of its own.
 type Flow struct {
 	// Name names it in the result and the capture; Kind is one of the
 	// Flow* constants.
@@ -276,9 +277,9 @@ func flowSeed(seed uint64, i int, name string) uint64 {
 
 // runFlow runs flow i between its two endpoints on the transport's
 // network until ctx ends.
-func runFlow(ctx context.Context, f Flow, i int, env flowEnv, net flowEnds) (flows.Stats, []groundtruth.Frame, error) {
+func runFlow(ctx context.Context, f Flow, i int, env flowEnv, network flowEnds) (flows.Stats, []groundtruth.Frame, error) {
 	seed, meter, zero, keyLog := env.seed, env.meter, env.zero, env.keyLog
-	agentEnd, viewerEnd, err := net.ends(f, i)
+	agentEnd, viewerEnd, err := network.ends(f, i)
 	if err != nil {
 		return flows.Stats{}, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
 	}
