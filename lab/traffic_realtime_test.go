@@ -20,7 +20,9 @@ import (
 // test may be busy: a late goroutine delays packets and slows a bulk
 // flow, never the reverse, so a rise of 30 ms and a share of 40% are what
 // a loaded machine still shows and what a broken engine (flows not on the
-// links, or not at all) does not.
+// links, or not at all) does not. Under the race detector (make race) the
+// flows run and must deliver, but the figures are the detector's pace, not
+// the network's, and are only logged.
 func TestTrafficRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: real-time sessions take their real duration")
@@ -35,11 +37,16 @@ func TestTrafficRealTime(t *testing.T) {
 		during := flowMeasured(t, r, "flow.latency.median", "main", 6*s, 10*s)
 		share := flowMeasured(t, r, "flow.share", "download", 6*s, 10*s)
 		t.Logf("download share %.2f; session latency %.1f ms before, %.1f ms during", share, before*1000, during*1000)
-		require.Greater(t, share, 0.40, "the download's share of the downlink")
-		require.Greater(t, during-before, 0.030, "the download's queue raises the session's latency")
 		for k, b := range r.Traffic[0].Delivered[:16] {
 			require.Zero(t, b, "period %d: nothing before the download starts", k)
 		}
+		require.Positive(t, share, "the download ran on the downlink")
+		if raceEnabled {
+			t.Log("under the race detector: the bounds on the figures are not checked")
+			return
+		}
+		require.Greater(t, share, 0.40, "the download's share of the downlink")
+		require.Greater(t, during-before, 0.030, "the download's queue raises the session's latency")
 	})
 	// Every kind runs in real time, each through the links: a second
 	// session 30 ms further away, media the other way, constant bitrate
@@ -63,6 +70,10 @@ func TestTrafficRealTime(t *testing.T) {
 		near := flowMeasured(t, r, "flow.latency.median", "main", 1*s, 3*s)
 		far := flowMeasured(t, r, "flow.latency.median", "far", 1*s, 3*s)
 		t.Logf("latency median: main %.1f ms, far %.1f ms", near*1000, far*1000)
+		if raceEnabled {
+			t.Log("under the race detector: the bounds on the figures are not checked")
+			return
+		}
 		require.Greater(t, far-near, 0.020, "the far session is 30 ms further away: its video crosses the extra delay once")
 		voip := flowMeasured(t, r, "flow.throughput", "voip", 1*s, 6*s)
 		require.InDelta(t, 64_000.0, voip, 64_000.0*0.25, "cbr delivers its rate on an uncongested uplink")

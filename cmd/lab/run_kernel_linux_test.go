@@ -69,8 +69,11 @@ func TestRunKernelTraffic(t *testing.T) {
 	during, err := measure.OfWith(res, "flow.latency.median", 5*s, 9*s, measure.Params{Flow: "main"})
 	require.NoError(t, err)
 	t.Logf("kernel CUBIC download: share %.2f; session latency %.1f ms before, %.1f ms during", share, before*1000, during*1000)
-	require.Greater(t, share, 0.40)
-	require.Greater(t, during-before, 0.030)
+	require.Positive(t, share)
+	if !raceEnabled { // the detector slows the links' goroutines: its figures are its own
+		require.Greater(t, share, 0.40)
+		require.Greater(t, during-before, 0.030)
+	}
 
 	// The kinds the kernel mode cannot run are refused before it starts.
 	cbr := runKernelScenario(t, "kernel-cbr", "  - {name: voice, kind: cbr, rate: 64kbit/s}\n")

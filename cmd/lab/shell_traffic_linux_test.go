@@ -34,7 +34,10 @@ func TestShellTraffic(t *testing.T) {
 	mbps, err := strconv.ParseFloat(m[2], 64)
 	require.NoError(t, err)
 	t.Logf("download beside CMD: %s MB, %.2f Mbit/s, %s segments", m[1], mbps, m[3])
-	require.Greater(t, mbps, 5.0, "alone on a 10 Mbit/s downlink from 1 s to CMD's end at 4 s")
+	require.Positive(t, mbps)
+	if !raceEnabled { // the detector slows the links' goroutines: its figures are its own
+		require.Greater(t, mbps, 5.0, "alone on a 10 Mbit/s downlink from 1 s to CMD's end at 4 s")
+	}
 	down := regexp.MustCompile(`down (\d+) packets, ([0-9.]+) MB delivered`).FindStringSubmatch(r.log)
 	require.NotNil(t, down, r.log)
 	linkMB, err := strconv.ParseFloat(down[2], 64)
