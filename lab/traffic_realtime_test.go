@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -15,14 +16,19 @@ import (
 // download from 4 s keeps the downlink's 105 ms queue full: the session's
 // latency rises and the download takes most of the link.
 //
-// The bounds are one-sided and far from the virtual figures (latency
-// +84 ms, share 77-81%, in traffic.md) because the machine running the
-// test may be busy: a late goroutine delays packets and slows a bulk
-// flow, never the reverse, so a rise of 30 ms and a share of 40% are what
-// a loaded machine still shows and what a broken engine (flows not on the
-// links, or not at all) does not. Under the race detector (make race) the
-// flows run and must deliver, but the figures are the detector's pace, not
-// the network's, and are only logged.
+// The bounds are far from the virtual figures (latency +80 ms, share
+// 76%, in traffic.md) because the machine running the test may be busy:
+// a late goroutine delays packets and slows a bulk flow, never the
+// reverse. On the shared 2-core machine at a load average of 16 to 27 the
+// share was 0.53-0.61, the bottleneck's mean queueing delay rose by tens
+// of ms, and the session's latency by 11.6-34 ms (its latency alone is
+// itself inflated by the load). So the checks are: a share above 25% and
+// at most the whole link (a flow that bypassed the links would read far
+// above 1), and a rise of more than 5 ms in both the queue the link
+// measures and the session's latency, which a download not sharing the
+// session's bottleneck would not cause. Under the race detector (make
+// race) the flows run and must deliver, but the figures are the
+// detector's pace, not the network's, and are only logged.
 func TestTrafficRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: real-time sessions take their real duration")
@@ -36,7 +42,9 @@ func TestTrafficRealTime(t *testing.T) {
 		before := flowMeasured(t, r, "flow.latency.median", "main", 1*s, 4*s)
 		during := flowMeasured(t, r, "flow.latency.median", "main", 6*s, 10*s)
 		share := flowMeasured(t, r, "flow.share", "download", 6*s, 10*s)
-		t.Logf("download share %.2f; session latency %.1f ms before, %.1f ms during", share, before*1000, during*1000)
+		queueBefore, queueDuring := meanQueueDelay(r, 1*s, 4*s), meanQueueDelay(r, 6*s, 10*s)
+		t.Logf("download share %.2f; session latency %.1f ms before, %.1f ms during; downlink queue %v before, %v during",
+			share, before*1000, during*1000, queueBefore.Round(time.Microsecond), queueDuring.Round(time.Microsecond))
 		for k, b := range r.Traffic[0].Delivered[:16] {
 			require.Zero(t, b, "period %d: nothing before the download starts", k)
 		}
@@ -45,8 +53,10 @@ func TestTrafficRealTime(t *testing.T) {
 			t.Log("under the race detector: the bounds on the figures are not checked")
 			return
 		}
-		require.Greater(t, share, 0.40, "the download's share of the downlink")
-		require.Greater(t, during-before, 0.030, "the download's queue raises the session's latency")
+		require.Greater(t, share, 0.25, "the download's share of the downlink")
+		require.LessOrEqual(t, share, 1.0, "the download crossed the downlink: it cannot carry more")
+		require.Greater(t, queueDuring-queueBefore, 5*ms, "the download fills the downlink's queue")
+		require.Greater(t, during-before, 0.005, "the download's queue raises the session's latency")
 	})
 	// Every kind runs in real time, each through the links: a second
 	// session 30 ms further away, media the other way, constant bitrate
@@ -78,4 +88,21 @@ func TestTrafficRealTime(t *testing.T) {
 		voip := flowMeasured(t, r, "flow.throughput", "voip", 1*s, 6*s)
 		require.InDelta(t, 64_000.0, voip, 64_000.0*0.25, "cbr delivers its rate on an uncongested uplink")
 	})
+}
+
+// meanQueueDelay is the mean of the downlink's bottleneck queueing delay
+// over the series' points in [from, to).
+func meanQueueDelay(r *result.Run, from, to time.Duration) time.Duration {
+	var sum time.Duration
+	n := 0
+	for _, pt := range r.Series {
+		if pt.From >= from && pt.To <= to {
+			sum += pt.Down.QueueDelay
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
 }
