@@ -40,10 +40,11 @@ traffic:
 // lab run -engine kernel runs a scenario's tcp-bulk flow as the kernel's
 // own TCP beside the session in the namespaces: the download takes its
 // share of the downlink and its queue raises the session's latency, and
-// the output and the result say so. The bounds are one-sided and
-// generous (a busy machine delays packets and slows flows): the same
-// scenario in the kernel mode gave a share of 68% and 118 ms against 35 ms
-// alone.
+// the output and the result say so. The bounds are generous, as the
+// real-time engine's (a busy machine delays packets and slows flows): on
+// the shared 2-core machine this test gave a share of 77% and 33.1 to
+// 128.6 ms; it checks a share between 25% and the whole link and a rise
+// of more than 5 ms.
 func TestRunKernelTraffic(t *testing.T) {
 	requireShell(t)
 	sc := runKernelScenario(t, "kernel-download", "  - {name: download, kind: tcp-bulk, start: 3s, congestion: cubic}\n")
@@ -71,8 +72,9 @@ func TestRunKernelTraffic(t *testing.T) {
 	t.Logf("kernel CUBIC download: share %.2f; session latency %.1f ms before, %.1f ms during", share, before*1000, during*1000)
 	require.Positive(t, share)
 	if !raceEnabled { // the detector slows the links' goroutines: its figures are its own
-		require.Greater(t, share, 0.40)
-		require.Greater(t, during-before, 0.030)
+		require.Greater(t, share, 0.25)
+		require.LessOrEqual(t, share, 1.0, "the download crossed the downlink: it cannot carry more")
+		require.Greater(t, during-before, 0.005, "the download's queue raises the session's latency")
 	}
 
 	// The kinds the kernel mode cannot run are refused before it starts.
