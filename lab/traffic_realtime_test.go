@@ -59,7 +59,7 @@ func TestTrafficRealTime(t *testing.T) {
 		require.Greater(t, during-before, 0.005, "the download's queue raises the session's latency")
 	})
 	// Every kind runs in real time, each through the links: a second
-	// session 30 ms further away, media the other way, constant bitrate
+	// session from further away, media the other way, constant bitrate
 	// up, a QUIC download and web fetches.
 	t.Run("kinds", func(t *testing.T) {
 		sc := home(6*s,
@@ -77,16 +77,27 @@ func TestTrafficRealTime(t *testing.T) {
 			t.Logf("%s: %.3f Mbit/s", f.Name, v/1e6)
 			require.Positive(t, v, f.Name)
 		}
-		near := flowMeasured(t, r, "flow.latency.median", "main", 1*s, 3*s)
-		far := flowMeasured(t, r, "flow.latency.median", "far", 1*s, 3*s)
+		if raceEnabled {
+			t.Log("under the race detector: the bounds on the figures are not checked")
+			return
+		}
+		voip := flowMeasured(t, r, "flow.throughput", "voip", 1*s, 6*s)
+		require.InDelta(t, 64_000.0, voip, 64_000.0*0.25, "cbr delivers its rate on an uncongested uplink")
+	})
+	// A second session 30 ms further away, alone beside the scenario's on
+	// an uncongested link (in the mix above the queue the sessions share
+	// moves more than that): its video crosses the extra delay once.
+	t.Run("delay", func(t *testing.T) {
+		r, err := RunRealTime(context.Background(), home(5*s, scenarios.Flow{Name: "far", Kind: "session", Delay: 30 * ms}), RealTimeConfig{})
+		require.NoError(t, err)
+		near := flowMeasured(t, r, "flow.latency.median", "main", 1*s, 5*s)
+		far := flowMeasured(t, r, "flow.latency.median", "far", 1*s, 5*s)
 		t.Logf("latency median: main %.1f ms, far %.1f ms", near*1000, far*1000)
 		if raceEnabled {
 			t.Log("under the race detector: the bounds on the figures are not checked")
 			return
 		}
-		require.Greater(t, far-near, 0.020, "the far session is 30 ms further away: its video crosses the extra delay once")
-		voip := flowMeasured(t, r, "flow.throughput", "voip", 1*s, 6*s)
-		require.InDelta(t, 64_000.0, voip, 64_000.0*0.25, "cbr delivers its rate on an uncongested uplink")
+		require.Greater(t, far-near, 0.020, "the far session is 30 ms further away")
 	})
 }
 
