@@ -82,7 +82,10 @@ func TestTrafficRealTime(t *testing.T) {
 			return
 		}
 		voip := flowMeasured(t, r, "flow.throughput", "voip", 1*s, 6*s)
-		require.InDelta(t, 64_000.0, voip, 64_000.0*0.25, "cbr delivers its rate on an uncongested uplink")
+		// Its rate at most (a constant bitrate, whatever the machine),
+		// and most of it: the media going up shares its uplink's queue.
+		require.LessOrEqual(t, voip, 64_000*1.1, "cbr sends at its rate")
+		require.Greater(t, voip, 64_000*0.5, "cbr delivers most of its rate")
 	})
 	// A second session 30 ms further away, alone beside the scenario's on
 	// an uncongested link (in the mix above the queue the sessions share
