@@ -30,7 +30,8 @@ import (
 // live is the real-time run Prometheus scrapes: a link narrower than the
 // ABR's start, with a bounded queue and some loss, so that the ABR
 // decides, a queue stands and packets are lost, while enough frames (about
-// 25 a second) get through for every latency window to hold some.
+// 25 a second) get through for every latency window to hold some; and a
+// voice call going up, so that the flows' panels have traffic to show.
 const live = `name: grafana-live
 description: A short real-time ABR run over a narrow, lossy link, scraped by Prometheus for the dashboards' test.
 duration: 6s
@@ -38,6 +39,8 @@ network:
   both:
     - {at: 0s, delay: 10ms, loss: 1%, rate: 3Mbit/s, queue: {packets: 60}}
 controller: {kind: abr, bitrate: 4Mbit/s}
+traffic:
+  - {name: voice, kind: cbr, direction: up, rate: 128kbit/s, size: 200B}
 `
 
 // The values the live test gives Grafana's variables. $__rate_interval is

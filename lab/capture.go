@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,11 @@ type recording struct {
 	pcap     *pcap.Writer
 	up, down *pcap.Tap
 
+	// ports names the flows of a real-time session by the port of their
+	// socket at the agent's host, which the kernel chose (port ->
+	// name); the in-memory network's fixed ports need no table.
+	ports sync.Map
+
 	mu    sync.Mutex
 	qlogs map[string]int // connections traced per endpoint
 	err   error          // the first qlog error
@@ -68,7 +74,7 @@ type recording struct {
 
 // startCapture prepares the recording of a session with its traffic; nil
 // when c is zero.
-func startCapture(c Capture, traffic []Flow) (*recording, error) {
+func startCapture(c Capture, traffic []Flow, realTime bool) (*recording, error) {
 	if !c.enabled() {
 		return nil, nil
 	}
@@ -76,8 +82,8 @@ func startCapture(c Capture, traffic []Flow) (*recording, error) {
 	if c.Pcap != nil {
 		r.pcap = pcap.NewWriter(c.Pcap)
 		if len(traffic) > 0 {
-			r.pcap.Describe(flowLegend(traffic))
-			r.pcap.NameFlows(flowNamer(traffic))
+			r.pcap.Describe(flowLegend(traffic, realTime))
+			r.pcap.NameFlows(r.flowNamer(traffic, realTime))
 		}
 		var err error
 		if r.up, err = r.pcap.Tap("uplink"); err != nil {
@@ -206,30 +212,65 @@ func (r *recording) finish(stats func() (up, down netem.Stats)) error {
 }
 
 // flowLegend lists a session's flows and their ports for a capture's
-// comment.
-func flowLegend(traffic []Flow) string {
+// comment. In real time the ports are the kernel's choice, one socket per
+// flow at each end on 127.0.0.1.
+func flowLegend(traffic []Flow, realTime bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "flows: main (the session: agent %v, viewer %v)", AgentAddr, ViewerAddr)
+	if realTime {
+		b.WriteString("flows: main (the session)")
+	} else {
+		fmt.Fprintf(&b, "flows: main (the session: agent %v, viewer %v)", AgentAddr, ViewerAddr)
+	}
 	for i, f := range traffic {
 		dir := "down"
 		if f.dataUp() {
 			dir = "up"
 		}
-		fmt.Fprintf(&b, "; %s (%s, %s, udp port %d at both hosts)", f.Name, f.Kind, dir, FlowPortBase+i)
+		if realTime {
+			fmt.Fprintf(&b, "; %s (%s, %s, sockets of its own on loopback)", f.Name, f.Kind, dir)
+		} else {
+			fmt.Fprintf(&b, "; %s (%s, %s, udp port %d at both hosts)", f.Name, f.Kind, dir, FlowPortBase+i)
+		}
 	}
 	return b.String()
 }
 
-// flowNamer names a packet's flow by its ports: the session's own, or a
-// flow's FlowPortBase+i.
-func flowNamer(traffic []Flow) func(*netem.Packet) string {
+// namePort names the packets to or from a real-time socket's port (see
+// recording.ports); a no-op without a pcap.
+func (r *recording) namePort(port uint16, name string) {
+	if r == nil || r.pcap == nil {
+		return
+	}
+	r.ports.Store(port, name)
+}
+
+// flowNamer names a packet's flow by its ports: in real time by the
+// agent's end's socket (namePort), else the session's own or a flow's
+// FlowPortBase+i.
+func (r *recording) flowNamer(traffic []Flow, realTime bool) func(*netem.Packet) string {
 	return func(p *netem.Packet) string {
 		for _, a := range []net.Addr{p.From, p.To} {
-			u, ok := a.(*net.UDPAddr)
-			if !ok {
+			var port uint16
+			switch u := a.(type) {
+			case *net.UDPAddr:
+				port = u.AddrPort().Port()
+			case nil:
+				continue
+			default:
+				// The real-time proxy's clients are addresses of their own
+				// type; their String is the address.
+				ap, err := netip.ParseAddrPort(a.String())
+				if err != nil {
+					continue
+				}
+				port = ap.Port()
+			}
+			if realTime {
+				if name, ok := r.ports.Load(port); ok {
+					return name.(string)
+				}
 				continue
 			}
-			port := u.AddrPort().Port()
 			if port == AgentAddr.Port() || port == ViewerAddr.Port() {
 				return scenarios.MainFlow
 			}

@@ -227,60 +227,89 @@ func TestCaptureQlog(t *testing.T) {
 
 // A session with traffic names each packet's flow in a comment of its own
 // beside its fate, by the flow's ports, and lists the flows in the
-// capture's comment; the flows' QUIC is in the key log too.
+// capture's comment; the flows' QUIC is in the key log too. In real time
+// the ports are the kernel's choice, and the flows are named by the
+// sockets the lab made for them.
 func TestCaptureNamesFlows(t *testing.T) {
 	tshark := tsharkPath(t)
-	dir := t.TempDir()
-	file, keys := filepath.Join(dir, "traffic.pcapng"), filepath.Join(dir, "keys.log")
-	pf, err := os.Create(file)
-	require.NoError(t, err)
-	kf, err := os.Create(keys)
-	require.NoError(t, err)
-	s := Session{
-		Seed: 1, Duration: time.Second, Uplink: lan(),
-		// 10 Mbit/s keeps the download's capture small.
-		Downlink: []netem.Impairment{&netem.Rate{Rate: 10_000_000}, &netem.Delay{Delay: 5 * time.Millisecond}},
-		Traffic: []Flow{
-			{Name: "voice", Kind: FlowCBR, Rate: 64_000, Size: 160},
-			{Name: "download", Kind: FlowQUICBulk, Start: 200 * time.Millisecond, Stop: 600 * time.Millisecond},
-		},
-		Capture: Capture{Pcap: pf, KeyLog: kf},
-	}
-	res := run(t, s)
-	require.NoError(t, pf.Close())
-	require.NoError(t, kf.Close())
-	require.Positive(t, res.Traffic[0].Stats.Delivered)
-	require.Positive(t, res.Traffic[1].Stats.Delivered)
-
-	rows := tsharkFields(t, tshark, file, keys, "", "frame.interface_name", "frame.comment", "udp.srcport", "udp.dstport", "quic.short")
-	perFlow := map[string]int{}
-	for _, row := range rows {
-		row = append(row, "", "", "", "", "")
-		iface, comments, src, dst := row[0], strings.Split(row[1], ","), row[2], row[3]
-		want := "flow main"
-		for _, port := range []string{src, dst} {
-			switch port {
-			case "6000":
-				want = "flow voice"
-			case "6001":
-				want = "flow download"
+	for _, realTime := range []bool{false, true} {
+		t.Run(map[bool]string{false: "virtual", true: "real-time"}[realTime], func(t *testing.T) {
+			dir := t.TempDir()
+			file, keys := filepath.Join(dir, "traffic.pcapng"), filepath.Join(dir, "keys.log")
+			pf, err := os.Create(file)
+			require.NoError(t, err)
+			kf, err := os.Create(keys)
+			require.NoError(t, err)
+			s := Session{
+				Seed: 1, Duration: time.Second, Uplink: lan(),
+				// 10 Mbit/s keeps the download's capture small.
+				Downlink: []netem.Impairment{&netem.Rate{Rate: 10_000_000}, &netem.Delay{Delay: 5 * time.Millisecond}},
+				Traffic: []Flow{
+					{Name: "voice", Kind: FlowCBR, Rate: 64_000, Size: 160},
+					{Name: "download", Kind: FlowQUICBulk, Start: 200 * time.Millisecond, Stop: 600 * time.Millisecond},
+				},
+				Capture:  Capture{Pcap: pf, KeyLog: kf},
+				RealTime: realTime,
 			}
-		}
-		require.Contains(t, comments, want, "%s %s -> %s: %q", iface, src, dst, row[1])
-		if strings.HasSuffix(iface, "-in") {
-			require.Len(t, comments, 2, "its fate, then its flow: %q", row[1])
-		}
-		perFlow[want]++
-	}
-	require.Positive(t, perFlow["flow main"])
-	require.Positive(t, perFlow["flow voice"])
-	require.Positive(t, perFlow["flow download"])
+			var res *Result
+			if realTime {
+				res, err = RunSession(s)
+				require.NoError(t, err)
+			} else {
+				res = run(t, s)
+			}
+			require.NoError(t, pf.Close())
+			require.NoError(t, kf.Close())
+			require.Positive(t, res.Traffic[0].Stats.Delivered)
+			require.Positive(t, res.Traffic[1].Stats.Delivered)
 
-	f, err := os.Open(file)
-	require.NoError(t, err)
-	defer f.Close()
-	r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
-	require.NoError(t, err)
-	require.Equal(t, "flows: main (the session: agent 10.0.0.2:4433, viewer 10.0.0.1:40000); voice (cbr, down, udp port 6000 at both hosts); download (quic-bulk, down, udp port 6001 at both hosts)",
-		r.SectionInfo().Comment)
+			rows := tsharkFields(t, tshark, file, keys, "", "frame.interface_name", "frame.comment", "udp.srcport", "udp.dstport", "quic.short", "udp.length")
+			perFlow := map[string]int{}
+			for _, row := range rows {
+				row = append(row, "", "", "", "", "", "")
+				iface, comments, src, dst := row[0], strings.Split(row[1], ","), row[2], row[3]
+				var got string
+				for _, c := range comments {
+					if strings.HasPrefix(c, "flow ") {
+						got = c
+					}
+				}
+				if !realTime {
+					want := "flow main"
+					for _, port := range []string{src, dst} {
+						switch port {
+						case "6000":
+							want = "flow voice"
+						case "6001":
+							want = "flow download"
+						}
+					}
+					require.Equal(t, want, got, "%s %s -> %s: %q", iface, src, dst, row[1])
+				} else if got == "flow voice" {
+					// In real time the ports say nothing; the voice's
+					// datagrams, all of one size, say whose they are.
+					require.Equal(t, "168", row[5], "%s %s -> %s: a voice datagram", iface, src, dst)
+				}
+				if strings.HasSuffix(iface, "-in") {
+					require.Len(t, comments, 2, "its fate, then its flow: %q", row[1])
+				}
+				perFlow[got]++
+			}
+			require.Positive(t, perFlow["flow main"])
+			require.Positive(t, perFlow["flow voice"])
+			require.Positive(t, perFlow["flow download"])
+			require.Zero(t, perFlow[""], "every packet named")
+
+			f, err := os.Open(file)
+			require.NoError(t, err)
+			defer f.Close()
+			r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+			require.NoError(t, err)
+			want := "flows: main (the session: agent 10.0.0.2:4433, viewer 10.0.0.1:40000); voice (cbr, down, udp port 6000 at both hosts); download (quic-bulk, down, udp port 6001 at both hosts)"
+			if realTime {
+				want = "flows: main (the session); voice (cbr, down, sockets of its own on loopback); download (quic-bulk, down, sockets of its own on loopback)"
+			}
+			require.Equal(t, want, r.SectionInfo().Comment)
+		})
+	}
 }

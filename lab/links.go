@@ -17,7 +17,7 @@ import (
 // says.
 func Links(sc *scenarios.Scenario) (up, down netem.LinkConfig, err error) {
 	if sc != nil && len(sc.Traffic) > 0 {
-		return up, down, fmt.Errorf("scenario %q: %w: its traffic (%d flows) cannot run beside another program's packets: only a session in virtual time (go test) carries every kind, the kernel mode tcp-bulk", sc.Name, ErrUnsupported, len(sc.Traffic))
+		return up, down, fmt.Errorf("scenario %q: %w: its traffic (%d flows) cannot run beside another program's packets: they run beside the lab's own session (go test, lab run), every kind in virtual and real time, tcp-bulk in the kernel mode", sc.Name, ErrUnsupported, len(sc.Traffic))
 	}
 	p, err := convert(sc)
 	if err != nil {

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent"
@@ -15,7 +16,12 @@ import (
 // metricsObserver turns the ground truth's changes into metrics as they
 // are recorded: the recorder is the one place that sees every frame's true
 // instants, whichever component set them.
-type metricsObserver struct{ m *metrics.Metrics }
+type metricsObserver struct {
+	m *metrics.Metrics
+	// arrived counts the video's bytes by arrival: the session's flow
+	// (main) in the flows' metrics.
+	arrived *atomic.Int64
+}
 
 // FrameChanged implements groundtruth.Observer. A frame counts at the
 // update that first sets an instant, so an instant rewritten later (none
@@ -26,6 +32,7 @@ func (o metricsObserver) FrameChanged(before, after groundtruth.Frame) {
 	}
 	if before.Arrived.IsZero() && !after.Arrived.IsZero() {
 		o.m.FrameArrived(after.Network())
+		o.arrived.Add(int64(after.Bytes))
 	}
 	if before.Displayed.IsZero() && !after.Displayed.IsZero() {
 		o.m.FrameDisplayed(after.Latency())
@@ -65,6 +72,59 @@ func (f *linkFeed) feed(s Sample) {
 		f.m.Link(metrics.Down, metrics.LinkSampleOf(f.prev.Downlink, s.Downlink))
 	}
 	f.prev = &s
+}
+
+// flowFeed turns the flows' payload, counted as it arrives (the traffic's
+// meters, the session's video by arrival), into the metrics' periods at
+// each sample, with each flow's share of its link's capacity in the
+// period. It feeds nothing for a session without traffic.
+type flowFeed struct {
+	m        *metrics.Metrics
+	traffic  []Flow
+	run      *trafficRun // set once the flows start
+	main     *atomic.Int64
+	capacity func(up bool, a, b time.Duration) (bits float64, capped bool)
+	prev     []int64 // main, then each flow, at prevAt
+	prevAt   time.Duration
+}
+
+func newFlowFeed(m *metrics.Metrics, traffic []Flow, main *atomic.Int64, capacity func(bool, time.Duration, time.Duration) (float64, bool)) *flowFeed {
+	if len(traffic) == 0 {
+		m = nil
+	}
+	return &flowFeed{m: m, traffic: traffic, main: main, capacity: capacity, prev: make([]int64, len(traffic)+1)}
+}
+
+// feed takes the sample at instant at from time zero.
+func (f *flowFeed) feed(at time.Duration) {
+	if f.m == nil || at <= f.prevAt {
+		return
+	}
+	cur := make([]int64, len(f.prev))
+	cur[0] = f.main.Load()
+	if f.run != nil {
+		for i, m := range f.run.meters {
+			cur[i+1] = m.Total()
+		}
+	}
+	for i := range cur {
+		name, up := scenarios.MainFlow, false
+		if i > 0 {
+			name, up = f.traffic[i-1].Name, f.traffic[i-1].dataUp()
+		}
+		dir := metrics.Down
+		if up {
+			dir = metrics.Up
+		}
+		s := metrics.FlowSample{DeliveredBytes: uint64(cur[i] - f.prev[i])}
+		if f.capacity != nil {
+			if bits, capped := f.capacity(up, f.prevAt, at); capped && bits > 0 {
+				s.Share, s.Capped = float64(s.DeliveredBytes*8)/bits, true
+			}
+		}
+		f.m.Flow(name, dir, s)
+	}
+	f.prev, f.prevAt = cur, at
 }
 
 // decisionFeed counts an adaptive controller's new decisions at each
@@ -115,6 +175,14 @@ func runConfigured(ctx context.Context, sc *scenarios.Scenario, configure func(*
 		p.session.Lead = PathLead
 	}
 	p.session.SampleEvery = result.DefaultSampleEvery
+	p.session.capacity = func(up bool, a, b time.Duration) (float64, bool) {
+		caps := p.down
+		if up {
+			caps = p.up
+		}
+		bits, capped := capacity(caps, a, b)
+		return bits, capped > 0
+	}
 	configure(&p.session)
 	res, err := RunSessionContext(ctx, p.session)
 	if res == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // WriteOpenMetrics writes a finished run as OpenMetrics text with explicit
@@ -65,6 +66,9 @@ func WriteOpenMetrics(w io.Writer, r *result.Run, start time.Time) error {
 				p := r.Series[i-1]
 				m.Link(metrics.Up, seriesLink(p.Up, p, r.Links.Up, last))
 				m.Link(metrics.Down, seriesLink(p.Down, p, r.Links.Down, last))
+				if err := replayFlows(m, r, p); err != nil {
+					return fmt.Errorf("openmetrics: %w", err)
+				}
 			} else if last {
 				m.Link(metrics.Up, metrics.LinkSample{DeliveredBytes: r.Links.Up.DeliveredBytes, Dropped: r.Links.Up.Dropped})
 				m.Link(metrics.Down, metrics.LinkSample{DeliveredBytes: r.Links.Down.DeliveredBytes, Dropped: r.Links.Down.Dropped})
@@ -169,4 +173,35 @@ func labelKey(m *dto.Metric) string {
 		b.WriteByte(0)
 	}
 	return b.String()
+}
+
+// replayFlows feeds each flow's payload over one point of the series and
+// its share of its link's capacity then, as a live run's samples do; a
+// result without traffic feeds none.
+func replayFlows(m *metrics.Metrics, r *result.Run, p result.Point) error {
+	if len(r.Traffic) == 0 || p.To <= p.From {
+		return nil
+	}
+	type flow struct{ name, direction string }
+	fl := []flow{{scenarios.MainFlow, metrics.Down}}
+	for _, f := range r.Traffic {
+		fl = append(fl, flow{f.Name, f.Direction})
+	}
+	secs := (p.To - p.From).Seconds()
+	for _, f := range fl {
+		bps, err := measure.OfWith(r, "flow.throughput", p.From, p.To, measure.Params{Flow: f.name})
+		if err != nil {
+			return err
+		}
+		s := metrics.FlowSample{DeliveredBytes: uint64(math.Round(bps * secs / 8))}
+		link := p.Down
+		if f.direction == metrics.Up {
+			link = p.Up
+		}
+		if link.Capped && link.CapacityBps > 0 {
+			s.Share, s.Capped = bps/link.CapacityBps, true
+		}
+		m.Flow(f.name, f.direction, s)
+	}
+	return nil
 }

@@ -15,8 +15,15 @@ type RealTimeConfig struct {
 	// /metrics endpoint that a dashboard scrapes while it runs.
 	Metrics *metrics.Metrics
 	// Capture records the run's packets, TLS secrets and qlogs
-	// (Session.Capture).
+	// (Session.Capture). The kernel mode records no packets (Pcap).
 	Capture Capture
+	// Kernel, when set, runs the session across the kernel mode's two
+	// network namespaces (Session.Kernel) rather than through the proxy
+	// on loopback: the agent's and the viewer's sockets, and the
+	// scenario's tcp-bulk flows, are the kernel's own, their IP packets
+	// crossing the scenario's links. It needs Linux and root (see
+	// kernel.Available); the traffic's other kinds are refused there.
+	Kernel *KernelMode
 }
 
 // RunRealTime runs a scenario as Run does, but in real time: the agent
@@ -27,12 +34,17 @@ type RealTimeConfig struct {
 // run then lasts the scenario's duration of wall-clock time.
 //
 // It must not be called inside a testing/synctest bubble: its sockets and
-// the proxy's timers are the kernel's, not the bubble's. A scenario with a
-// path is refused (ErrUnsupported). When ctx ends during the session, the
-// result measured so far comes back with an error wrapping ctx's cause.
+// the proxy's timers are the kernel's, not the bubble's. The scenario's
+// traffic runs beside the session, each flow between two loopback
+// sockets of its own through the proxy's links. A scenario with a path is
+// refused (ErrUnsupported). With cfg.Kernel the session runs across the
+// kernel mode instead (RealTimeConfig.Kernel). When ctx ends during the
+// session, the result measured so far comes back with an error wrapping
+// ctx's cause.
 func RunRealTime(ctx context.Context, sc *scenarios.Scenario, cfg RealTimeConfig) (*result.Run, error) {
 	return runConfigured(ctx, sc, func(s *Session) {
-		s.RealTime = true
+		s.RealTime = cfg.Kernel == nil
+		s.Kernel = cfg.Kernel
 		s.Metrics = cfg.Metrics
 		s.Capture = cfg.Capture
 	})

@@ -24,6 +24,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent"
@@ -115,16 +116,24 @@ type Session struct {
 	Kernel *KernelMode
 	// Traffic is other traffic sharing the session's links: flows that
 	// run from their start to their stop, counted from time zero (see
-	// Flow). The in-memory transport carries every kind; the others
-	// refuse traffic (ErrUnsupported), but for the kernel mode, which
-	// carries tcp-bulk flows over the kernel's TCP.
+	// Flow). The in-memory transport and the real-time one (through the
+	// proxy's links, netem.Proxy.Route) carry every kind; the kernel mode
+	// carries tcp-bulk flows over the kernel's TCP and refuses the others;
+	// a session with a Path refuses traffic (ErrUnsupported).
 	Traffic []Flow
 	// Metrics, when set, is fed as the session runs: frames and events as
 	// the ground truth records them, the controller's target as it
 	// changes, its decisions and the links' counters at every sample
-	// (every SampleEvery, or result.DefaultSampleEvery when that is zero). Nil
-	// costs nothing.
+	// (every SampleEvery, or result.DefaultSampleEvery when that is zero),
+	// and with Traffic each flow's payload and share. Nil costs nothing.
 	Metrics *metrics.Metrics
+
+	// capacity is what the link (the uplink when up) could carry in
+	// [a, b) from time zero, and whether it had a bottleneck then: a
+	// flow's share in the metrics. A scenario's run sets it from its
+	// phases (runConfigured); a Session built in Go has none, and its
+	// metrics then leave the shares out.
+	capacity func(up bool, a, b time.Duration) (bits float64, capped bool)
 }
 
 // Sample is the links' counters at one instant of the run.
@@ -243,7 +252,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	capt, err := startCapture(s.Capture, s.Traffic)
+	capt, err := startCapture(s.Capture, s.Traffic, s.RealTime)
 	if err != nil {
 		return nil, err
 	}
@@ -268,8 +277,9 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	late := max(0, time.Since(zero))
 	start := zero
 	var rec *groundtruth.Recorder
+	var mainArrived atomic.Int64
 	if s.Metrics != nil {
-		rec = groundtruth.NewObserved(metricsObserver{s.Metrics})
+		rec = groundtruth.NewObserved(metricsObserver{m: s.Metrics, arrived: &mainArrived})
 	} else {
 		rec = groundtruth.New()
 	}
@@ -330,6 +340,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		period = result.DefaultSampleEvery
 	}
 	links := newLinkFeed(s.Metrics)
+	flowsFed := newFlowFeed(s.Metrics, s.Traffic, &mainArrived, s.capacity)
 	sample := func(at time.Time) {
 		if period == 0 {
 			return
@@ -340,6 +351,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 			samples = append(samples, smp)
 		}
 		links.feed(smp)
+		flowsFed.feed(at.Sub(start))
 		decisions.feed()
 	}
 	sample(time.Now())
@@ -350,6 +362,7 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 			return nil, fmt.Errorf("%w: traffic on this transport", ErrUnsupported)
 		}
 		traffic = startTraffic(ctx, s, conn.traffic, start, end, capt.keyLog())
+		flowsFed.run = traffic
 	}
 	var wg sync.WaitGroup
 	var agentErr, viewerErr error

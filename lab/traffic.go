@@ -45,7 +45,8 @@ const DefaultCBRSize = 1200
 // Flow is one flow of other traffic in a session (Session.Traffic): it
 // shares the session's links from Start to Stop, between an endpoint at
 // the agent's host (the far end: the internet for a download) and one at
-// the viewer's, each on port FlowPortBase plus the flow's place.
+// the viewer's: in the in-memory network each on port FlowPortBase plus
+// the flow's place, in real time two loopback sockets of its own.
 type Flow struct {
 	// Name names it in the result and the capture; Kind is one of the
 	// Flow* constants.
@@ -99,6 +100,15 @@ func (f Flow) media() bool { return f.Kind == FlowSession || f.Kind == FlowRever
 // dataUp tells whether the flow's data crosses the uplink.
 func (f Flow) dataUp() bool { return f.Kind == FlowReverseMedia || f.Up && !f.media() }
 
+// roles names the flow's ends at the agent's host and at the viewer's by
+// what they do: the sender sends the data, the receiver gets it.
+func (f Flow) roles() (agentEnd, viewerEnd string) {
+	if f.dataUp() {
+		return "receiver", "sender"
+	}
+	return "sender", "receiver"
+}
+
 // checkTraffic refuses flows that cannot run: an unknown kind, an instant
 // outside the session, names used twice.
 func checkTraffic(s Session) error {
@@ -113,7 +123,7 @@ func checkTraffic(s Session) error {
 		case f.Delay < 0:
 			return fmt.Errorf("%w: %s: negative delay %v", ErrScenario, where, f.Delay)
 		case s.Kernel != nil && f.Kind != FlowTCPBulk:
-			return fmt.Errorf("%w: %s: a %s flow in the kernel mode (it runs tcp-bulk flows, over the kernel's TCP; the other kinds run in the in-memory network)", ErrUnsupported, where, f.Kind)
+			return fmt.Errorf("%w: %s: a %s flow in the kernel mode (it runs tcp-bulk flows, over the kernel's TCP; the other kinds run in virtual time and in real time through the proxy)", ErrUnsupported, where, f.Kind)
 		case s.Kernel != nil && f.Delay > 0:
 			return fmt.Errorf("%w: %s: an extra delay in the kernel mode (its flows share the namespaces' one pair of links)", ErrUnsupported, where)
 		}
@@ -153,12 +163,36 @@ type flowEnv struct {
 	keyLog io.Writer
 }
 
+// flowEnds makes a flow's two endpoints on a transport's network, the
+// one at the agent's host and the one at the viewer's. Each reaches the
+// other at the other's LocalAddr, as the flows address their peers, and
+// what each sends waits the flow's Delay before the shared links.
+type flowEnds interface {
+	ends(f Flow, i int) (agentEnd, viewerEnd net.PacketConn, err error)
+}
+
 // memoryTraffic is trafficNet on the in-memory network: the flows'
 // endpoints share the hosts, and so the links, of the session's two PCs.
 type memoryTraffic struct{ n *netem.Network }
 
 func (m memoryTraffic) run(ctx context.Context, f Flow, i int, env flowEnv) (flows.Stats, []groundtruth.Frame, error) {
 	return runFlow(ctx, f, i, env, m)
+}
+
+// ends binds port FlowPortBase+i at both hosts.
+func (m memoryTraffic) ends(f Flow, i int) (net.PacketConn, net.PacketConn, error) {
+	port := uint16(FlowPortBase + i)
+	agentRole, viewerRole := f.roles()
+	a, err := m.endpoint(true, port, f.Delay, "traffic/"+f.Name+"/"+agentRole)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := m.endpoint(false, port, f.Delay, "traffic/"+f.Name+"/"+viewerRole)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return a, v, nil
 }
 
 // endpoint binds port at the agent's host (agentSide) or the viewer's,
@@ -186,8 +220,11 @@ func (m memoryTraffic) endpoint(agentSide bool, port uint16, delay time.Duration
 // trafficRun is the flows of a session under way.
 type trafficRun struct {
 	results []FlowResult
-	wg      sync.WaitGroup
-	cancel  context.CancelFunc
+	// meters count each flow's payload as it arrives: read while the
+	// flows run (a session's metrics), and their buckets at the end.
+	meters []*flows.Meter
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
 }
 
 // startTraffic starts every flow's goroutine: each waits for its start
@@ -196,7 +233,7 @@ type trafficRun struct {
 // the flow's place and its name.
 func startTraffic(ctx context.Context, s Session, tn trafficNet, zero, end time.Time, keyLog io.Writer) *trafficRun {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &trafficRun{results: make([]FlowResult, len(s.Traffic)), cancel: cancel}
+	t := &trafficRun{results: make([]FlowResult, len(s.Traffic)), meters: make([]*flows.Meter, len(s.Traffic)), cancel: cancel}
 	period := s.SampleEvery
 	if period <= 0 {
 		period = result.DefaultSampleEvery
@@ -206,9 +243,10 @@ func startTraffic(ctx context.Context, s Session, tn trafficNet, zero, end time.
 			f.Stop = end.Sub(zero)
 		}
 		t.results[i].Flow = f
+		meter := flows.NewMeter(zero, period)
+		t.meters[i] = meter
 		t.wg.Go(func() {
 			res := &t.results[i]
-			meter := flows.NewMeter(zero, period)
 			if sleepUntil(ctx, zero.Add(f.Start)) {
 				fctx, stop := context.WithDeadline(ctx, zero.Add(f.Stop))
 				env := flowEnv{seed: s.Seed, meter: meter, zero: zero, keyLog: keyLog}
@@ -237,22 +275,19 @@ func flowSeed(seed uint64, i int, name string) uint64 {
 	return seeded.New(seed, "traffic", strconv.Itoa(i), name).Uint64()
 }
 
-// runFlow runs flow i between its two endpoints on the in-memory network
-// until ctx ends.
-func runFlow(ctx context.Context, f Flow, i int, env flowEnv, tn memoryTraffic) (flows.Stats, []groundtruth.Frame, error) {
+// runFlow runs flow i between its two endpoints on the transport's
+// network until ctx ends.
+func runFlow(ctx context.Context, f Flow, i int, env flowEnv, network flowEnds) (flows.Stats, []groundtruth.Frame, error) {
 	seed, meter, zero, keyLog := env.seed, env.meter, env.zero, env.keyLog
-	port := uint16(FlowPortBase + i)
-	// The sender is at the agent's host unless the data goes up; a
-	// session's agent sends, its viewer receives.
-	senderAtAgent := !f.dataUp()
-	sender, err := tn.endpoint(senderAtAgent, port, f.Delay, "traffic/"+f.Name+"/sender")
+	agentEnd, viewerEnd, err := network.ends(f, i)
 	if err != nil {
 		return flows.Stats{}, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
 	}
-	receiver, err := tn.endpoint(!senderAtAgent, port, f.Delay, "traffic/"+f.Name+"/receiver")
-	if err != nil {
-		sender.Close()
-		return flows.Stats{}, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
+	// The sender is at the agent's host unless the data goes up; a
+	// session's agent sends, its viewer receives.
+	sender, receiver := agentEnd, viewerEnd
+	if f.dataUp() {
+		sender, receiver = viewerEnd, agentEnd
 	}
 	var st flows.Stats
 	switch f.Kind {
@@ -268,10 +303,9 @@ func runFlow(ctx context.Context, f Flow, i int, env flowEnv, tn memoryTraffic) 
 		st, err = flows.Web(ctx, sender, receiver, web, seeded.New(seed, "traffic", strconv.Itoa(i), f.Name, "web"), meter)
 	case FlowSession, FlowReverseMedia:
 		var frames []groundtruth.Frame
-		frames, err = runSessionFlow(ctx, f, flowSeed(seed, i, f.Name), sender, receiver, zero, keyLog)
+		frames, err = runSessionFlow(ctx, f, flowSeed(seed, i, f.Name), sender, receiver, zero, keyLog, meter)
 		for _, fr := range frames {
 			if !fr.Arrived.IsZero() {
-				meter.Add(fr.Arrived, fr.Bytes)
 				st.Delivered += int64(fr.Bytes)
 			}
 			if !fr.Sent.IsZero() {

@@ -13,6 +13,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/clock"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/viewer"
 )
@@ -22,8 +23,9 @@ import (
 // agentConn and viewerConn, from the handshake until ctx ends. Its
 // instants count from zero, the session's, so a flow's screen timeline
 // and controller steps are the scenario's instants; its clocks are true.
-// It returns the ground truth of its frames.
-func runSessionFlow(ctx context.Context, f Flow, seed uint64, agentConn, viewerConn net.PacketConn, zero time.Time, keyLog io.Writer) (_ []groundtruth.Frame, err error) {
+// It returns the ground truth of its frames; each frame's bytes go to
+// meter as it arrives, so the flow's throughput can be read while it runs.
+func runSessionFlow(ctx context.Context, f Flow, seed uint64, agentConn, viewerConn net.PacketConn, zero time.Time, keyLog io.Writer, meter *flows.Meter) (_ []groundtruth.Frame, err error) {
 	defer agentConn.Close()
 	defer viewerConn.Close()
 	pair, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, nil, keyLog)
@@ -34,7 +36,7 @@ func runSessionFlow(ctx context.Context, f Flow, seed uint64, agentConn, viewerC
 		return nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
 	}
 	defer pair.Close()
-	rec := groundtruth.New()
+	rec := groundtruth.NewObserved(arrivals{meter})
 	scfg := screen.Config{Timeline: []screen.Phase{{Source: screen.Animation{}}}}
 	if f.Screen != nil {
 		scfg = *f.Screen
@@ -76,3 +78,18 @@ func runSessionFlow(ctx context.Context, f Flow, seed uint64, agentConn, viewerC
 	}
 	return rec.Frames(), nil
 }
+
+// arrivals counts a session flow's frames in its meter as they arrive
+// (a groundtruth.Observer).
+type arrivals struct{ meter *flows.Meter }
+
+// FrameChanged implements groundtruth.Observer: a frame counts at the
+// update that first sets its arrival.
+func (a arrivals) FrameChanged(before, after groundtruth.Frame) {
+	if before.Arrived.IsZero() && !after.Arrived.IsZero() {
+		a.meter.Add(after.Arrived, after.Bytes)
+	}
+}
+
+// EventRecorded implements groundtruth.Observer.
+func (arrivals) EventRecorded(groundtruth.Event) {}

@@ -192,21 +192,17 @@ func TestTrafficKinds(t *testing.T) {
 	})
 }
 
-// What cannot run is refused before anything runs: traffic in real time
-// or with a path, bbr in virtual time.
+// What cannot run is refused before anything runs: traffic with a path,
+// bbr outside the kernel mode (in real time too).
 func TestTrafficRefused(t *testing.T) {
 	sc := home(5*time.Second, scenarios.Flow{Name: "d", Kind: "tcp-bulk"})
 	p, err := convert(sc)
 	require.NoError(t, err)
-	rt := p.session
-	rt.RealTime = true
-	_, err = RunSession(rt)
-	require.ErrorIs(t, err, ErrUnsupported)
-	require.ErrorContains(t, err, "traffic in a real-time session")
 	path := p.session
 	path.Path = &Path{Connect: "relay"}
 	_, err = RunSession(path)
 	require.ErrorIs(t, err, ErrUnsupported)
+	require.ErrorContains(t, err, "traffic in a session with a path")
 
 	_, _, err = Links(sc)
 	require.ErrorIs(t, err, ErrUnsupported, "the proxy and the shell would run the network without the flows")
@@ -215,6 +211,11 @@ func TestTrafficRefused(t *testing.T) {
 	p, err = convert(bbr)
 	require.NoError(t, err)
 	_, err = RunSession(p.session)
+	require.ErrorIs(t, err, ErrUnsupported)
+	require.ErrorContains(t, err, "congestion bbr needs the kernel's TCP")
+	rt := p.session
+	rt.RealTime = true
+	_, err = RunSession(rt)
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorContains(t, err, "congestion bbr needs the kernel's TCP")
 }

@@ -58,13 +58,8 @@ func transportFor(s Session) (transport, error) {
 	if s.Kernel != nil && (s.RealTime || s.Path != nil) {
 		return nil, fmt.Errorf("%w: a kernel-mode session with RealTime or a Path (it has its own real-time network of two namespaces)", ErrUnsupported)
 	}
-	if len(s.Traffic) > 0 {
-		switch {
-		case s.RealTime:
-			return nil, fmt.Errorf("%w: traffic in a real-time session (the proxy forwards the viewer's socket to the agent's and nothing else; competing flows run in the in-memory network, or as tcp-bulk in the kernel mode)", ErrUnsupported)
-		case s.Path != nil:
-			return nil, fmt.Errorf("%w: traffic in a session with a path (the flows share the plain link's two hosts; the two-site topology has no place for them yet)", ErrUnsupported)
-		}
+	if len(s.Traffic) > 0 && s.Path != nil {
+		return nil, fmt.Errorf("%w: traffic in a session with a path (the flows run between the plain link's two hosts; the two-site topology has LANs, routers, a relay and a tunnel, and no one place where a download would join the session's path)", ErrUnsupported)
 	}
 	switch {
 	case s.Kernel != nil:

@@ -22,7 +22,13 @@ import (
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/netem/relay"
+	"github.com/nuvirahub/latencylab/scenarios"
 )
+
+// KernelAvailable says why the kernel mode cannot run here (it needs
+// root, /dev/net/tun and the ip command: kernel.Available), or nil when
+// it can: for a command to refuse in one line before it sets anything up.
+func KernelAvailable() error { return kernel.Available() }
 
 // kernelTransport is the kernel mode (Session.Kernel): the agent and the
 // viewer in two network namespaces, their kernels' traffic crossing the
@@ -114,7 +120,7 @@ func (kernelTransport) open(ctx context.Context, s Session, epoch time.Time, cap
 			res.Kernel, err = run.result(res)
 			return err
 		},
-		traffic: kernelTraffic{pair},
+		traffic: kernelTraffic{pair: pair},
 		close:   closeAll,
 	}, nil
 }
@@ -122,8 +128,13 @@ func (kernelTransport) open(ctx context.Context, s Session, epoch time.Time, cap
 // kernelTraffic runs a kernel-mode session's tcp-bulk flows as the
 // kernel's own TCP connections between the namespaces (checkTraffic
 // refuses the other kinds), each with its congestion controller, like
-// the competing flow of KernelMode but from its start to its stop.
-type kernelTraffic struct{ pair *kernel.Pair }
+// the competing flow of KernelMode but from its start to its stop. The
+// far end (the agent's, the internet for a download) is A, or B with
+// farB (lab shell, whose B is the host).
+type kernelTraffic struct {
+	pair *kernel.Pair
+	farB bool
+}
 
 func (k kernelTraffic) run(ctx context.Context, f Flow, _ int, env flowEnv) (flows.Stats, []groundtruth.Frame, error) {
 	var st flows.Stats
@@ -131,9 +142,9 @@ func (k kernelTraffic) run(ctx context.Context, f Flow, _ int, env flowEnv) (flo
 	if err := kernel.ControllerAvailable(controller); err != nil {
 		return st, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
 	}
-	// A (the agent's namespace) sends a download; B an upload.
+	// The far end sends a download, the near end an upload.
 	inSender, inReceiver, receiverAddr := k.pair.InA, k.pair.InB, k.pair.AddrB()
-	if f.Up {
+	if f.Up != k.farB {
 		inSender, inReceiver, receiverAddr = k.pair.InB, k.pair.InA, k.pair.AddrA()
 	}
 	var ln net.Listener
@@ -561,4 +572,60 @@ func rawConn(c net.Conn) (syscall.RawConn, error) {
 		return nil, fmt.Errorf("lab: %T has no socket", c)
 	}
 	return sc.SyscallConn()
+}
+
+// ShellLinks is Links for lab shell, which runs a scenario's traffic
+// itself beside the user's program (StartShellTraffic): the scenario's two
+// links and its flows, which must be ones the kernel mode runs (tcp-bulk,
+// without an extra delay; the others are refused with ErrUnsupported).
+func ShellLinks(sc *scenarios.Scenario) (up, down netem.LinkConfig, traffic []Flow, err error) {
+	p, err := convert(sc)
+	if err != nil {
+		return up, down, nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
+	}
+	s := p.session
+	check := Session{Duration: s.Duration, Traffic: s.Traffic, Kernel: &KernelMode{}}
+	if err := checkTraffic(check); err != nil {
+		return up, down, nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
+	}
+	up = netem.LinkConfig{Name: "up", Seed: s.Seed, Impairments: s.Uplink, Timeline: s.UplinkTimeline}
+	down = netem.LinkConfig{Name: "down", Seed: s.Seed, Impairments: s.Downlink, Timeline: s.DownlinkTimeline}
+	return up, down, s.Traffic, nil
+}
+
+// ShellTraffic is a scenario's traffic running beside another program in
+// lab shell's pair: each tcp-bulk flow the kernel's own TCP between the
+// host (B, the far end: the internet, for a download) and the program's
+// namespace (A), across the same two links, from its start to its stop,
+// counted from zero, or to Finish.
+type ShellTraffic struct{ run *trafficRun }
+
+// StartShellTraffic starts traffic (from ShellLinks) on pair, its instants
+// counted from zero (the links' epoch), its random choices from seed.
+func StartShellTraffic(ctx context.Context, pair *kernel.Pair, traffic []Flow, seed uint64, zero time.Time) *ShellTraffic {
+	if len(traffic) == 0 {
+		return nil
+	}
+	s := Session{Seed: seed, Traffic: traffic}
+	return &ShellTraffic{run: startTraffic(ctx, s, kernelTraffic{pair: pair, farB: true}, zero, zero.Add(shellUntilFinish), nil)}
+}
+
+// shellUntilFinish is the stop of a shell's flow without one: it runs
+// until Finish, the program's end, which no one knows in advance.
+const shellUntilFinish = 100 * 365 * 24 * time.Hour
+
+// Finish stops the flows still running and returns what each measured;
+// a flow that never started has no figures, and one without a stop keeps
+// Stop 0: it ran until Finish.
+func (t *ShellTraffic) Finish() []FlowResult {
+	if t == nil {
+		return nil
+	}
+	res := t.run.finish()
+	for i := range res {
+		if res[i].Flow.Stop == shellUntilFinish {
+			res[i].Flow.Stop = 0
+		}
+	}
+	return res
 }

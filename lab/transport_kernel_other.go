@@ -15,3 +15,9 @@ type kernelTransport struct{}
 func (kernelTransport) open(context.Context, Session, time.Time, *recording) (*opened, error) {
 	return nil, fmt.Errorf("%w: kernel mode needs Linux (network namespaces and TUN devices)", ErrUnsupported)
 }
+
+// KernelAvailable says why the kernel mode cannot run here: it needs
+// Linux.
+func KernelAvailable() error {
+	return fmt.Errorf("%w: kernel mode needs Linux (network namespaces and TUN devices)", ErrUnsupported)
+}

@@ -71,6 +71,8 @@ type ProxyConfig struct {
 // link, the replies come back through the reverse link. Each client source
 // address gets its own socket toward the target, so the target sees one
 // peer per client and its replies find their way back to the right client.
+// Route gives a client a target of its own, so that several pairs of
+// programs share the two links.
 //
 // A Proxy runs one goroutine reading clients, one per client reading the
 // target, one writer per direction and the two links' goroutines; Close
@@ -92,7 +94,7 @@ type Proxy struct {
 	start       time.Time // origin of the clients' activity stamps
 
 	mu      sync.Mutex
-	clients map[netip.AddrPort]*proxyClient // written by the client reader only, under mu
+	clients map[netip.AddrPort]*proxyClient // under mu: the client reader and Route write it
 	closed  bool
 	refused Counter
 
@@ -111,7 +113,9 @@ type proxyClient struct {
 	addr    netip.AddrPort
 	udpAddr *net.UDPAddr     // addr, made once for batched writes
 	batched bool             // false for IPv4-mapped addresses on an IPv6 socket, which sendmmsg cannot take
-	up      *net.UDPConn     // connected to the target
+	target  *net.UDPAddr     // the proxy's Target, or the one Route gave it
+	routed  bool             // made by Route: never evicted
+	up      *net.UDPConn     // connected to target
 	upBatch *ipv4.PacketConn // up, for batched reads and writes
 	// upGSO: up takes UDP_SEGMENT messages. Set before the mapping is
 	// published, then used and cleared by the forward writer alone.
@@ -300,7 +304,7 @@ func (p *Proxy) readClients() {
 				last, lastAddr = c, ap
 			}
 			c.active.Store(p.now())
-			_ = p.fwd.Send(newProxyPacket(data, c, p.target)) // fails only once closed
+			_ = p.fwd.Send(newProxyPacket(data, c, c.target)) // fails only once closed
 		})
 		if err != nil {
 			if p.closing.Load() || errors.Is(err, net.ErrClosed) {
@@ -314,14 +318,15 @@ func (p *Proxy) readClients() {
 }
 
 // client returns the mapping for from, making one if needed, or nil if the
-// table is full (or the proxy closed). Only readClients calls it, so the
-// table is read here without the lock that guards its writers.
+// table is full (or the proxy closed). Route writes the table too, so it
+// is read under the lock; readClients asks once per batch and sender, not
+// per datagram.
 func (p *Proxy) client(from netip.AddrPort, n int) *proxyClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if c, ok := p.clients[from]; ok {
 		return c
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
 		return nil
 	}
@@ -330,11 +335,21 @@ func (p *Proxy) client(from netip.AddrPort, n int) *proxyClient {
 		p.refused.Bytes += uint64(n)
 		return nil
 	}
-	up, err := net.DialUDP("udp", nil, p.target)
+	c, err := p.mapClient(from, p.target)
 	if err != nil {
 		p.refused.Packets++
 		p.refused.Bytes += uint64(n)
 		return nil
+	}
+	return c
+}
+
+// mapClient makes from's mapping toward target and starts its reader.
+// Call with p.mu held.
+func (p *Proxy) mapClient(from netip.AddrPort, target *net.UDPAddr) (*proxyClient, error) {
+	up, err := net.DialUDP("udp", nil, target)
+	if err != nil {
+		return nil, err
 	}
 	setBuffers(up)
 	enableGRO(up)
@@ -342,6 +357,7 @@ func (p *Proxy) client(from netip.AddrPort, n int) *proxyClient {
 		addr:    from,
 		udpAddr: net.UDPAddrFromAddrPort(from),
 		batched: !from.Addr().Is4In6(),
+		target:  target,
 		up:      up,
 		upBatch: ipv4.NewPacketConn(up),
 		upGSO:   gsoSupported(up),
@@ -350,7 +366,34 @@ func (p *Proxy) client(from netip.AddrPort, n int) *proxyClient {
 	p.clients[from] = c
 	p.readers.Add(1)
 	go p.readTarget(c)
-	return c
+	return c, nil
+}
+
+// Route maps client to a target of its own instead of the proxy's Target,
+// before the client sends anything: several pairs of programs then share
+// the proxy's two links, each client reaching its own peer, as flows
+// share an access link. It returns the address the target sees the
+// client's datagrams come from, which is where the target sends for the
+// client: a target may so speak first. A routed mapping counts in the
+// table's bound but is never evicted; it lasts until Close.
+func (p *Proxy) Route(client netip.AddrPort, target *net.UDPAddr) (net.Addr, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	if _, ok := p.clients[client]; ok {
+		return nil, fmt.Errorf("netem: proxy: %v is mapped already", client)
+	}
+	if len(p.clients) >= p.maxClients && !p.evictIdle() {
+		return nil, fmt.Errorf("netem: proxy: no room for %v: %d clients mapped", client, len(p.clients))
+	}
+	c, err := p.mapClient(client, target)
+	if err != nil {
+		return nil, fmt.Errorf("netem: proxy: %w", err)
+	}
+	c.routed = true
+	return c.up.LocalAddr(), nil
 }
 
 // evictIdle removes the least recently active mapping if it has been idle
@@ -359,6 +402,9 @@ func (p *Proxy) client(from netip.AddrPort, n int) *proxyClient {
 func (p *Proxy) evictIdle() bool {
 	var lru *proxyClient
 	for _, c := range p.clients {
+		if c.routed {
+			continue
+		}
 		if lru == nil || c.active.Load() < lru.active.Load() {
 			lru = c
 		}
@@ -378,7 +424,7 @@ func (p *Proxy) readTarget(c *proxyClient) {
 	rd := newBatchReader(c.up, c.upBatch)
 	for {
 		err := rd.read(func(data []byte, _ net.Addr) {
-			_ = p.rev.Send(newProxyPacket(data, p.target, c))
+			_ = p.rev.Send(newProxyPacket(data, c.target, c))
 		})
 		if err != nil {
 			if p.closing.Load() || errors.Is(err, net.ErrClosed) {

@@ -166,6 +166,47 @@ func TestProxyEchoTwoClients(t *testing.T) {
 	require.Zero(t, p.Refused())
 }
 
+// A routed client reaches its own target through the shared links, and
+// that target may speak first: it sends to the address Route returned.
+// The proxy's Target sees nothing of it.
+func TestProxyRoute(t *testing.T) {
+	echo := newProxyEcho(t)
+	p := newTestProxy(t, ProxyConfig{Target: echo.addr()})
+	own, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer own.Close()
+	client := proxyDial(t, p)
+	clientAddr := client.LocalAddr().(*net.UDPAddr).AddrPort()
+	via, err := p.Route(clientAddr, own.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	_, err = p.Route(clientAddr, own.LocalAddr().(*net.UDPAddr))
+	require.Error(t, err, "a client is routed once")
+
+	// The target first, then the client's reply.
+	_, err = own.WriteTo([]byte("hello from the target"), via)
+	require.NoError(t, err)
+	require.Equal(t, []byte("hello from the target"), proxyRead(t, client))
+	_, err = client.Write([]byte("and back"))
+	require.NoError(t, err)
+	require.NoError(t, own.SetReadDeadline(time.Now().Add(proxyTestTimeout)))
+	buf := make([]byte, 100)
+	n, from, err := own.ReadFrom(buf)
+	require.NoError(t, err)
+	require.Equal(t, "and back", string(buf[:n]))
+	require.Equal(t, via.String(), from.String())
+
+	// An ordinary client still reaches the Target, over the same links.
+	require.Equal(t, []byte("echo"), proxyRoundTrip(t, proxyDial(t, p), []byte("echo")))
+	require.Len(t, echo.heard(), 1)
+	fwd, rev := p.Stats()
+	require.Equal(t, uint64(2), fwd.Delivered.Packets)
+	require.Equal(t, uint64(2), rev.Delivered.Packets)
+
+	require.NoError(t, p.Close())
+	_, err = p.Route(netip.MustParseAddrPort("127.0.0.1:9"), own.LocalAddr().(*net.UDPAddr))
+	require.ErrorIs(t, err, ErrClosed)
+}
+
 func TestProxyCarriesEverySize(t *testing.T) {
 	echo := newProxyEcho(t)
 	p := newTestProxy(t, ProxyConfig{Target: echo.addr()})

@@ -276,6 +276,12 @@ func scenarioSection(e reportEntry) (render.Section, error) {
 		}
 		s.Tables = append(s.Tables, t)
 	}
+	if len(r.Traffic) > 0 {
+		s.Tables = append(s.Tables, flowsTable(r))
+		if r.Summary.Fairness != nil {
+			s.Paragraphs = append(s.Paragraphs, fmt.Sprintf("Jain's fairness index over the media sessions on the downlink (`fairness.jain`, the whole run): %.3f (1 when they share equally, 1/n when one takes everything).", *r.Summary.Fairness))
+		}
+	}
 	one := map[string]*result.Run{e.label: r}
 	over, err := plots.LatencyOverTime(e.label, one)
 	if err != nil {
@@ -297,5 +303,57 @@ func scenarioSection(e reportEntry) (render.Section, error) {
 		render.Figure{Name: e.slug + "-stages-time.png", PNG: stagesOver,
 			Caption: fmt.Sprintf("%s: the same stages per %v bucket of display, stacked, over the session; the line is the median latency. A band that grows is a backlog: waiting to send in front of the network (the send cap), network at the bottleneck.", e.label, r.SampleEvery)},
 	)
+	if len(r.Traffic) > 0 {
+		flows, err := plots.FlowsOverTime(e.label+": the flows", r)
+		if err != nil {
+			return s, fmt.Errorf("report: %s: %w", e.file, err)
+		}
+		s.Figures = append(s.Figures, render.Figure{Name: e.slug + "-flows.png", PNG: flows,
+			Caption: fmt.Sprintf("%s: each flow's throughput per %v over the capacity of the link its data crosses (the session's video by arrival); the downlink's flows above, the uplink's below when a flow goes up.", e.label, plots.FlowPeriod(r))})
+	}
 	return s, nil
+}
+
+// flowsTable has a row per flow of a result with traffic, the scenario's
+// own session (main) first: what it is, when it ran and what it got, over
+// the time it ran (the summary's figures).
+func flowsTable(r *result.Run) render.Table {
+	t := render.Table{
+		Caption: "Flows: each over the time it ran; throughput is the payload its receiver got (a session's video), share that over the capacity of the link it crossed, latency a session's capture to display",
+		Header:  []string{"flow", "kind", "direction", "start", "stop", "throughput (Mbit/s)", "share", "median latency (ms)", "p95 latency (ms)"},
+	}
+	sums := map[string]result.FlowSummary{}
+	for _, fs := range r.Summary.Flows {
+		sums[fs.Name] = fs
+	}
+	type row struct {
+		name, kind, dir, desc string
+		start, stop           time.Duration
+		err                   string
+	}
+	rows := []row{{name: "main", kind: "the session", dir: "down", stop: r.Ran}}
+	for _, f := range r.Traffic {
+		rows = append(rows, row{name: f.Name, kind: f.Kind, dir: f.Direction, desc: f.Description, start: f.Start, stop: min(f.Stop, r.Ran), err: f.Error})
+	}
+	for _, rw := range rows {
+		kind := rw.kind
+		if rw.desc != "" {
+			kind += ", " + rw.desc
+		}
+		if rw.err != "" {
+			kind += " (**error:** " + rw.err + ")"
+		}
+		cells := []string{"`" + rw.name + "`", kind, rw.dir, rw.start.String(), rw.stop.String(), "-", "-", "-", "-"}
+		if fs, ok := sums[rw.name]; ok {
+			cells[5] = fmt.Sprintf("%.2f", fs.ThroughputBps/1e6)
+			if fs.Share != nil {
+				cells[6] = fmt.Sprintf("%.1f%%", 100**fs.Share)
+			}
+			if fs.Latency != nil {
+				cells[7], cells[8] = millis(fs.Latency.Median), millis(fs.Latency.P95)
+			}
+		}
+		t.Rows = append(t.Rows, cells)
+	}
+	return t
 }

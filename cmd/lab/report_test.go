@@ -2,16 +2,22 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/cryptotest"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/plots/plotstest"
 )
@@ -120,4 +126,64 @@ func TestReportLabelsRunsOfOneScenario(t *testing.T) {
 		{"wan (2.json)", "wan-2.json"},
 		{"wan (3.json)", "wan-3.json"},
 	}, got)
+}
+
+// A report of home-download, run as the library has it, shows its flows:
+// a row for the session and one for the download with its share of the
+// downlink (77-81% over the download's last 15 s at the library's seeds,
+// a little less over its whole 20 s, which start with slow start), and
+// the figure of the flows over time.
+func TestReportShowsFlows(t *testing.T) {
+	sc, err := loadScenario("home-download")
+	require.NoError(t, err)
+	in := filepath.Join(t.TempDir(), "home-download.json")
+	cryptotest.SetGlobalRandom(t, sc.Seed)
+	synctest.Test(t, func(t *testing.T) {
+		r, err := lab.Run(context.Background(), sc)
+		require.NoError(t, err)
+		writeResult(t, in, r)
+	})
+	dir := filepath.Join(t.TempDir(), "report")
+	require.NoError(t, report([]string{"-out", dir, in}, &bytes.Buffer{}))
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	text := string(md)
+	require.Contains(t, text, "| flow | kind | direction | start | stop | throughput (Mbit/s) | share | median latency (ms) | p95 latency (ms) |")
+	require.Regexp(t, `\| `+"`main`"+` \| the session \| down \| 0s \| 30s \| \d+\.\d\d \| \d+\.\d% \| \d+\.\d \| \d+\.\d \|`, text)
+	m := regexp.MustCompile(`\| ` + "`download`" + ` \| tcp-bulk, TCP-like CUBIC \| down \| 10s \| 30s \| (\d+\.\d\d) \| (\d+\.\d)% \| - \| - \|`).FindStringSubmatch(text)
+	require.NotNil(t, m, "the download's row:\n%s", text)
+	share, err := strconv.ParseFloat(m[2], 64)
+	require.NoError(t, err)
+	require.Greater(t, share, 60.0, "the download takes most of the downlink")
+	require.Contains(t, text, "](home-download-flows.png)")
+	require.NotContains(t, text, "fairness index", "one media session: no fairness")
+	f, err := os.Open(filepath.Join(dir, "home-download-flows.png"))
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = png.Decode(f)
+	require.NoError(t, err)
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(page), "tcp-bulk, TCP-like CUBIC")
+}
+
+// The flows' table leaves out what a flow does not have (a share over an
+// uncapped link, a latency of a flow without frames), and a run with a
+// second session gives Jain's index.
+func TestReportFlowsTable(t *testing.T) {
+	r := plotstest.WithTraffic(plotstest.Result("home", 0))
+	fair := 0.9
+	r.Summary.Fairness = &fair
+	in := filepath.Join(t.TempDir(), "home.json")
+	writeResult(t, in, r)
+	dir := filepath.Join(t.TempDir(), "report")
+	require.NoError(t, report([]string{"-out", dir, in}, &bytes.Buffer{}))
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	text := string(md)
+	require.Contains(t, text, "| `main` | the session | down | 0s | 10s | 2.00 | - | 34.0 | ")
+	require.Contains(t, text, "| `download` | tcp-bulk, TCP-like CUBIC | down | 2s | 8s | 2.00 | 50.0% | - | - |")
+	require.Contains(t, text, "| `voice` | cbr, 64 kbit/s in 160-byte datagrams | up | 0s | 10s | 0.06 | - | - | - |")
+	require.Contains(t, text, "Jain's fairness index over the media sessions on the downlink (`fairness.jain`, the whole run): 0.900")
+	require.Contains(t, text, "](home-flows.png)")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -35,14 +36,27 @@ reads) to -out; with -capture, also a pcapng of the viewer's links, the TLS
 key log that decrypts it in Wireshark, and a qlog of each end for qvis.
 Ctrl-C ends the run early and still writes what was measured.
 
+The scenario's traffic runs beside the session, each flow through the same
+links. -engine kernel runs the session across the kernel mode instead: the
+agent in one network namespace and the viewer in another, their kernel's
+UDP crossing the scenario's links, and the scenario's tcp-bulk flows as the
+kernel's own TCP with their congestion controllers (the other kinds are
+refused there). It needs Linux and root, and records no packets (-capture).
+
 flags:
 `
 
 // runFlags are lab run's settings.
 type runFlags struct {
-	scenario, metrics, out, capture string
-	duration                        time.Duration
+	scenario, metrics, out, capture, engine string
+	duration                                time.Duration
 }
+
+// The engines lab run offers (-engine).
+const (
+	engineProxy  = "proxy"
+	engineKernel = "kernel"
+)
 
 func parseRun(args []string, out io.Writer) (runFlags, error) {
 	var f runFlags
@@ -54,6 +68,7 @@ func parseRun(args []string, out io.Writer) (runFlags, error) {
 	fs.StringVar(&f.metrics, "metrics", "127.0.0.1:9464", "where /metrics is served (empty: not served)")
 	fs.StringVar(&f.out, "out", "out/run", "the folder the result NAME.json goes to")
 	fs.StringVar(&f.capture, "capture", "", "a folder for NAME.pcapng, NAME.keylog and the qlogs (empty: no capture)")
+	fs.StringVar(&f.engine, "engine", engineProxy, "proxy (loopback sockets through the real-time proxy) or kernel (two network namespaces and the kernel's own UDP and TCP; root only)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -66,6 +81,10 @@ func parseRun(args []string, out io.Writer) (runFlags, error) {
 		return f, fmt.Errorf("run: -duration %v: must not be negative", f.duration)
 	case f.out == "":
 		return f, errors.New("run: -out must name a folder")
+	case f.engine != engineProxy && f.engine != engineKernel:
+		return f, fmt.Errorf("run: -engine %q: expected proxy or kernel", f.engine)
+	case f.engine == engineKernel && f.capture != "":
+		return f, errors.New("run: -capture with -engine kernel: the kernel mode records no packets (capture its TUN devices with tcpdump inside the namespaces instead)")
 	}
 	return f, nil
 }
@@ -77,6 +96,11 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 	f, err := parseRun(args, out)
 	if err != nil {
 		return err
+	}
+	if f.engine == engineKernel {
+		if err := lab.KernelAvailable(); err != nil {
+			return fmt.Errorf("run: -engine kernel: %w", err)
+		}
 	}
 	sc, err := loadScenario(f.scenario)
 	if err != nil {
@@ -111,6 +135,11 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 	}
 
 	cfg := lab.RealTimeConfig{Metrics: m}
+	where := "in real time on loopback"
+	if f.engine == engineKernel {
+		cfg.Kernel = &lab.KernelMode{}
+		where = "in the kernel mode (two network namespaces)"
+	}
 	var files []*os.File
 	defer func() {
 		for _, fl := range files {
@@ -134,7 +163,14 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 		cfg.Capture = lab.Capture{Pcap: pf, KeyLog: kf, QlogDir: f.capture}
 	}
 
-	fmt.Fprintf(out, "run: scenario %s in real time on loopback: %v after a %v lead\n", sc.Name, sc.Duration, lab.HandshakeLead)
+	fmt.Fprintf(out, "run: scenario %s %s: %v after a %v lead\n", sc.Name, where, sc.Duration, lab.HandshakeLead)
+	for _, fl := range sc.Traffic {
+		dir := cmp.Or(fl.Direction, "down")
+		if fl.Kind == lab.FlowReverseMedia {
+			dir = "up"
+		}
+		fmt.Fprintf(out, "run: traffic %s (%s, %s) from %v\n", fl.Name, fl.Kind, dir, fl.Start)
+	}
 	if metricsAddr != "" {
 		fmt.Fprintf(out, "run: metrics on http://%s/metrics\n", metricsAddr)
 	}
@@ -198,6 +234,19 @@ func printRunSummary(out io.Writer, r *result.Run) {
 		if !c.Pass {
 			failed++
 		}
+	}
+	for _, fs := range s.Flows {
+		line := fmt.Sprintf("flow %s: %.2f Mbit/s", fs.Name, fs.ThroughputBps/1e6)
+		if fs.Share != nil {
+			line += fmt.Sprintf(", share %.0f%%", 100**fs.Share)
+		}
+		if fs.Latency != nil {
+			line += fmt.Sprintf(", latency median %v", fs.Latency.Median.Round(10*time.Microsecond))
+		}
+		fmt.Fprintln(out, line)
+	}
+	if s.Fairness != nil {
+		fmt.Fprintf(out, "fairness (Jain) %.3f\n", *s.Fairness)
 	}
 	fmt.Fprintf(out, "checks: %d passed, %d failed\n", len(r.Checks)-failed, failed)
 	for _, c := range r.Checks {

@@ -111,6 +111,8 @@ func TestRunFlags(t *testing.T) {
 		{[]string{"-scenario", "lan-animation", "-duration", "-1s"}, "must not be negative"},
 		{[]string{"-scenario", "lan-animation", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-scenario", "lan-animation", "-out", ""}, "-out must name a folder"},
+		{[]string{"-scenario", "lan-animation", "-engine", "namespaces"}, `-engine "namespaces": expected proxy or kernel`},
+		{[]string{"-scenario", "lan-animation", "-engine", "kernel", "-capture", "x"}, "-capture with -engine kernel: the kernel mode records no packets"},
 	} {
 		_, err := parseRun(c.args, &bytes.Buffer{})
 		require.ErrorContains(t, err, c.want, c.args)

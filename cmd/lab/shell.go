@@ -27,7 +27,9 @@ reaches this machine's servers listening on 0.0.0.0 or on that address; it
 is printed and given to CMD as LAB_GATEWAY. Nothing goes further: the
 namespace has no route beyond that address's /30, the host's forwarding,
 NAT and firewall are not touched, and packets for any other address are
-refused.
+refused. The scenario's tcp-bulk traffic runs beside CMD, the kernel's TCP
+between the host and the namespace across the same links (a download into
+the namespace, or an upload); its other kinds are refused.
 
 It needs root (network namespaces and TUN devices). CMD's standard streams
 are the shell's, and the shell exits with CMD's status: killed by a signal,

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -103,7 +104,7 @@ func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellS
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
-	up, down, err := lab.Links(sc)
+	up, down, traffic, err := lab.ShellLinks(sc)
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
@@ -163,6 +164,13 @@ func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellS
 	fmt.Fprintf(sio.log, "lab shell: scenario %s (seed %d): gateway %v on %s (LAB_GATEWAY); %s runs in namespace %s at %v\n",
 		sc.Name, sc.Seed, gw, pair.DeviceB(), filepath.Base(argv[0]), pair.NamespaceA(), pair.AddrA())
 	fmt.Fprintf(sio.log, "lab shell: up: %s; down: %s\n", timelineText(sc.Network.Up), timelineText(sc.Network.Down))
+	for _, fl := range traffic {
+		dir := "down (from the host to CMD)"
+		if fl.Up {
+			dir = "up (from CMD's namespace to the host)"
+		}
+		fmt.Fprintf(sio.log, "lab shell: traffic %s: kernel TCP %s, %s, from %v\n", fl.Name, cmp.Or(fl.Congestion, lab.DefaultKernelController), dir, fl.Start)
+	}
 	if metricsAddr != "" {
 		fmt.Fprintf(sio.log, "lab shell: metrics on http://%s/metrics\n", metricsAddr)
 	}
@@ -193,6 +201,10 @@ func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellS
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
+	// The scenario's flows, beside CMD from their instants on the links'
+	// clock; they end before the pair that carries them.
+	flowsRun := lab.StartShellTraffic(ctx, pair, traffic, sc.Seed, pair.Epoch())
+	defer flowsRun.Finish()
 
 	ph := shellPhases{up: sc.Network.Up, down: sc.Network.Down}
 	statusOn := f.status && len(f.cmd) > 0 && isTerminal(sio.log)
@@ -250,10 +262,14 @@ wait:
 	if shown {
 		fmt.Fprint(sio.log, "\r\033[K")
 	}
+	flowResults := flowsRun.Finish()
 	closeErr := pair.Close()
 	pairClosed = true
 	upStats, downStats := pair.Stats()
 	fmt.Fprintln(sio.log, shellSummary(elapsed, upStats, downStats, pair.Refused(), ex))
+	for _, fr := range flowResults {
+		fmt.Fprintln(sio.log, shellFlowSummary(fr, elapsed))
+	}
 	if capt != nil {
 		if err := capt.finish(pair); err != nil {
 			closeErr = errors.Join(closeErr, err)
@@ -379,4 +395,24 @@ func (c *shellCapture) abort() {
 		c.w.Close()
 		c.file.Close()
 	}
+}
+
+// shellFlowSummary is the closing line of one of the scenario's flows:
+// what its receiver got over the time it ran.
+func shellFlowSummary(fr lab.FlowResult, elapsed time.Duration) string {
+	f := fr.Flow
+	stop := elapsed
+	if f.Stop > 0 {
+		stop = min(stop, f.Stop)
+	}
+	line := fmt.Sprintf("lab shell: flow %s: ", f.Name)
+	switch {
+	case fr.Err != nil:
+		return line + "failed: " + fr.Err.Error()
+	case stop <= f.Start:
+		return line + fmt.Sprintf("never started (from %v; CMD ended at %v)", f.Start, elapsed.Round(100*time.Millisecond))
+	}
+	ran := stop - f.Start
+	return line + fmt.Sprintf("%.2f MB delivered from %v to %v (%.2f Mbit/s), %d segments sent, %d retransmitted",
+		float64(fr.Stats.Delivered)/1e6, f.Start, stop.Round(100*time.Millisecond), float64(fr.Stats.Delivered)*8/ran.Seconds()/1e6, fr.Stats.Packets, fr.Stats.Lost)
 }

@@ -240,3 +240,23 @@ func summariseFlow(r *result.Run, name string, from, to time.Duration) result.Fl
 	}
 	return s
 }
+
+// FlowThroughputs is a flow's throughput (bit/s, as flow.throughput) in
+// each period of every from time zero to the end of the run: what a plot
+// of the flows over time draws. name is a flow of the result's traffic or
+// main; the last period may be shorter than every.
+func FlowThroughputs(r *result.Run, name string, every time.Duration) ([]float64, error) {
+	if every <= 0 {
+		return nil, fmt.Errorf("%w: a period of %v", ErrParams, every)
+	}
+	f, err := flowOf(r, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []float64
+	for a := time.Duration(0); a < r.Ran; a += every {
+		b := min(a+every, r.Ran)
+		out = append(out, deliveredBits(r, f, a, b)/(b-a).Seconds())
+	}
+	return out, nil
+}

@@ -670,6 +670,26 @@ func TestMeasureFlowsKnownAnswers(t *testing.T) {
 	require.Nil(t, Summarise(handmade()).Flows, "no traffic, no flows in the summary")
 }
 
+// A flow's throughput period by period, as the reports' plot draws it:
+// the download's 1 s periods as they are, halves of them prorated, and a
+// session's frames by arrival.
+func TestFlowThroughputs(t *testing.T) {
+	r := withTraffic(handmade())
+	got, err := FlowThroughputs(r, "download", time.Second)
+	require.NoError(t, err)
+	require.Equal(t, []float64{100_000, 0, 50_000}, got)
+	got, err = FlowThroughputs(r, "download", 500*ms)
+	require.NoError(t, err)
+	require.Equal(t, []float64{100_000, 100_000, 0, 0, 50_000, 50_000}, got)
+	got, err = FlowThroughputs(r, "colleague", time.Second)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 32_000, 32_000}, got)
+	_, err = FlowThroughputs(r, "dowload", time.Second)
+	require.ErrorIs(t, err, ErrParams)
+	_, err = FlowThroughputs(r, "download", 0)
+	require.ErrorIs(t, err, ErrParams)
+}
+
 func TestPathMeasurements(t *testing.T) {
 	r := handmade()
 	r.Path = &result.PathRecord{Path: "websocket", Connect: 3100 * ms}

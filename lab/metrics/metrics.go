@@ -9,7 +9,9 @@
 // Names follow lab_<subsystem>_<name>_<unit> in base units (seconds,
 // bytes); counters end in _total. Label values come from the code's own
 // constants (skip, drop and decision reasons, link directions), never from
-// data, so every label's cardinality is bounded.
+// data, so every label's cardinality is bounded; the one exception is the
+// flow label, a name from the scenario's traffic list (or main), bounded
+// by that list.
 package metrics
 
 import (
@@ -43,6 +45,8 @@ const (
 	LinkQueueDelay      = "lab_link_queue_delay_seconds"
 	LinkDeliveredBytes  = "lab_link_delivered_bytes_total"
 	LinkDroppedPackets  = "lab_link_dropped_packets_total"
+	FlowDeliveredBytes  = "lab_flow_delivered_bytes_total"
+	FlowShare           = "lab_flow_share_ratio"
 )
 
 // Link directions, the values of the direction label: Up carries the
@@ -70,6 +74,8 @@ type Metrics struct {
 	decisions                    *prometheus.CounterVec
 	queueBytes, queueDelay       *prometheus.GaugeVec
 	delivered, linkDropped       *prometheus.CounterVec
+	flowDelivered                *prometheus.CounterVec
+	flowShare                    *prometheus.GaugeVec
 }
 
 // New makes a session's metrics and registers them on reg, each with the
@@ -135,6 +141,14 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 			Name: LinkDroppedPackets,
 			Help: "Packets the link dropped, by direction and reason.",
 		}, []string{"direction", "reason"}),
+		flowDelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: FlowDeliveredBytes,
+			Help: "Payload a flow's receiver got (the session's video by arrival for main and session flows); its rate is the flow's throughput. By flow (main, or a name of the scenario's traffic) and the direction its data goes.",
+		}, []string{"flow", "direction"}),
+		flowShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: FlowShare,
+			Help: "A flow's payload over the last sampling period as a fraction of the capacity of the link its data crossed; absent while that link has no bottleneck. By flow and direction.",
+		}, []string{"flow", "direction"}),
 	}
 	// Every known label value starts at zero, so that a dashboard shows
 	// "none yet" rather than "no data", and rate() sees a counter's
@@ -160,7 +174,8 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 	}
 
 	if err := register(reg, labels, m.frameLatency, m.networkLatency, m.framesSent, m.framesDisplayed, m.framesSkipped,
-		m.framesDropped, m.sentBytes, m.target, m.decisions, m.queueBytes, m.queueDelay, m.delivered, m.linkDropped); err != nil {
+		m.framesDropped, m.sentBytes, m.target, m.decisions, m.queueBytes, m.queueDelay, m.delivered, m.linkDropped,
+		m.flowDelivered, m.flowShare); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -310,6 +325,30 @@ func (m *Metrics) Link(direction string, s LinkSample) {
 	m.delivered.WithLabelValues(direction).Add(float64(s.DeliveredBytes))
 	for r, n := range s.Dropped {
 		m.linkDropped.WithLabelValues(direction, r).Add(float64(n))
+	}
+}
+
+// FlowSample is what one flow got over one sampling period.
+type FlowSample struct {
+	// DeliveredBytes is the payload its receiver got in the period.
+	DeliveredBytes uint64
+	// Share is that over the capacity of its link in the period, when
+	// Capped says the link had a bottleneck (else it is not exported).
+	Share  float64
+	Capped bool
+}
+
+// Flow feeds one sampling period of the flow name (main, or a flow of the
+// scenario's traffic) whose data goes in direction (Up or Down). A
+// session without traffic feeds none: its video is FrameSent's and the
+// link's.
+func (m *Metrics) Flow(name, direction string, s FlowSample) {
+	if m == nil {
+		return
+	}
+	m.flowDelivered.WithLabelValues(name, direction).Add(float64(s.DeliveredBytes))
+	if s.Capped {
+		m.flowShare.WithLabelValues(name, direction).Set(s.Share)
 	}
 }
 

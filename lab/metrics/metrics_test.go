@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
@@ -358,4 +359,79 @@ func indexOf(names []string, name string) int {
 		}
 	}
 	return -1
+}
+
+// shared is a short session on a home link beside a download from 2 s and
+// a voice call going up, for the flows' metrics.
+const shared = `name: metrics-shared
+description: A short session beside a download and an upward voice call, for the flows' metrics.
+duration: 6s
+network:
+  down: {delay: 15ms, rate: 20Mbit/s, queue: {bytes: 256KB}}
+  up: {delay: 15ms, rate: 5Mbit/s, queue: {bytes: 256KB}}
+controller: {kind: abr, bitrate: 4Mbit/s}
+traffic:
+  - {name: download, kind: tcp-bulk, start: 2s}
+  - {name: voice, kind: cbr, direction: up, rate: 64kbit/s, size: 160B}
+`
+
+// A session with traffic exports each flow's payload by flow and
+// direction, the session's own video as main, and each flow's share of
+// its link over the last period: the live figures end where the result's
+// do, and the export of the same run ends at the same values.
+func TestFlowMetrics(t *testing.T) {
+	sc, err := scenarios.Parse("metrics-shared.yaml", []byte(shared), nil)
+	require.NoError(t, err)
+	cryptotest.SetGlobalRandom(t, sc.Seed)
+	var res *result.Run
+	var fams map[string]*dto.MetricFamily
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg, prometheus.Labels{"scenario": sc.Name})
+		require.NoError(t, err)
+		res, err = lab.RunWithMetrics(context.Background(), sc, m)
+		require.NoError(t, err)
+		gathered, err := reg.Gather()
+		require.NoError(t, err)
+		fams = map[string]*dto.MetricFamily{}
+		for _, f := range gathered {
+			fams[f.GetName()] = f
+		}
+		problems, err := testutil.GatherAndLint(reg)
+		require.NoError(t, err)
+		require.Empty(t, problems, "promlint")
+	})
+	last := res.Series[len(res.Series)-1]
+	var mainBytes int64
+	for _, f := range res.Frames {
+		if f.Arrived > 0 && f.Arrived < last.To {
+			mainBytes += int64(f.Bytes)
+		}
+	}
+	require.Equal(t, float64(mainBytes), value(t, fams, metrics.FlowDeliveredBytes, "flow", "main", "direction", "down"))
+	for _, f := range res.Traffic {
+		var sum int64
+		for _, b := range f.Delivered {
+			sum += b
+		}
+		require.Positive(t, sum, f.Name)
+		require.Equal(t, float64(sum), value(t, fams, metrics.FlowDeliveredBytes, "flow", f.Name, "direction", f.Direction), f.Name)
+		share, err := measure.OfWith(res, "flow.share", last.From, last.To, measure.Params{Flow: f.Name})
+		require.NoError(t, err)
+		require.InDelta(t, share, value(t, fams, metrics.FlowShare, "flow", f.Name, "direction", f.Direction), 1e-9, f.Name)
+	}
+	download := value(t, fams, metrics.FlowShare, "flow", "download", "direction", "down")
+	require.Greater(t, download, 0.3, "the download takes a good part of the downlink")
+
+	var om bytes.Buffer
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, lab.WriteOpenMetrics(&om, res, start))
+	v, _ := lastSample(t, om.String(), metrics.FlowDeliveredBytes+`{direction="down",flow="download",scenario="metrics-shared"}`)
+	require.Equal(t, value(t, fams, metrics.FlowDeliveredBytes, "flow", "download", "direction", "down"), v)
+	v, _ = lastSample(t, om.String(), metrics.FlowShare+`{direction="down",flow="download",scenario="metrics-shared"}`)
+	require.InDelta(t, download, v, 1e-9)
+
+	// Without traffic, no flow series: the session's video is the frames'.
+	r := runSqueezed(t)
+	require.Empty(t, r.families[metrics.FlowDeliveredBytes].GetMetric())
 }

@@ -233,9 +233,16 @@ func sameCapacity(a, b []result.Point) bool {
 	})
 }
 
-// capacitySegments are the runs of buckets with a bottleneck, as steps:
-// a point at each bucket's start and one at the run's end.
+// capacitySegments are the runs of buckets with a bottleneck on the
+// downlink, as steps: a point at each bucket's start and one at the run's
+// end.
 func capacitySegments(series []result.Point) []plotter.XYs {
+	return linkCapacitySegments(series, func(pt result.Point) result.LinkPoint { return pt.Down })
+}
+
+// linkCapacitySegments is capacitySegments for the link that link picks
+// from each point.
+func linkCapacitySegments(series []result.Point, link func(result.Point) result.LinkPoint) []plotter.XYs {
 	var segs []plotter.XYs
 	var cur plotter.XYs
 	closeRun := func(at time.Duration, v float64) {
@@ -245,17 +252,17 @@ func capacitySegments(series []result.Point) []plotter.XYs {
 		}
 	}
 	for i, pt := range series {
-		v := pt.Down.CapacityBps / 1e6
-		if !pt.Down.Capped || math.IsNaN(v) || math.IsInf(v, 0) || pt.To <= pt.From {
+		v := link(pt).CapacityBps / 1e6
+		if !link(pt).Capped || math.IsNaN(v) || math.IsInf(v, 0) || pt.To <= pt.From {
 			if i > 0 {
-				closeRun(series[i-1].To, series[i-1].Down.CapacityBps/1e6)
+				closeRun(series[i-1].To, link(series[i-1]).CapacityBps/1e6)
 			}
 			continue
 		}
 		cur = append(cur, plotter.XY{X: pt.From.Seconds(), Y: v})
 	}
 	if n := len(series); n > 0 {
-		closeRun(series[n-1].To, series[n-1].Down.CapacityBps/1e6)
+		closeRun(series[n-1].To, link(series[n-1]).CapacityBps/1e6)
 	}
 	return segs
 }

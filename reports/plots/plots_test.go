@@ -89,6 +89,9 @@ func TestFiguresDrawAndAreDeterministic(t *testing.T) {
 		"stages over time": func() ([]byte, error) {
 			return StagesOverTime("stages over time", b)
 		},
+		"flows over time": func() ([]byte, error) {
+			return FlowsOverTime("flows", plotstest.WithTraffic(plotstest.Result("home", 0)))
+		},
 		"pareto": func() ([]byte, error) {
 			return Pareto("sweep", "median latency (ms)", "bitrate (Mbit/s)", pts, ParetoFront(pts, true, false))
 		},
@@ -106,6 +109,33 @@ func TestFiguresDrawAndAreDeterministic(t *testing.T) {
 			require.True(t, bytes.Equal(first, again), "same input, same PNG bytes")
 		})
 	}
+}
+
+// The flows figure draws every flow where its data went: the session
+// (the first colour) and the download (the second) on the downlink's
+// panel, the voice (the third) on the uplink's, which only a flow going up
+// brings; without traffic there is nothing to draw.
+func TestFlowsOverTime(t *testing.T) {
+	r := plotstest.WithTraffic(plotstest.Result("home", 0))
+	both, err := FlowsOverTime("flows", r)
+	require.NoError(t, err)
+	img := requirePlot(t, both)
+	for i := range 3 {
+		require.Greater(t, countNear(img, palette[i], 8), 50, "flow %d's colour", i)
+	}
+	r.Traffic = r.Traffic[:1]
+	downOnly, err := FlowsOverTime("flows", r)
+	require.NoError(t, err)
+	img2 := requirePlot(t, downOnly)
+	require.Less(t, img2.Bounds().Dy(), img.Bounds().Dy(), "one panel without an upward flow")
+	require.Zero(t, countNear(img2, palette[2], 8), "no voice")
+
+	_, err = FlowsOverTime("flows", plotstest.Result("alone", 0))
+	require.ErrorIs(t, err, ErrNoData)
+	require.Equal(t, time.Second, FlowPeriod(r))
+	short := *r
+	short.Ran = 5 * time.Second
+	require.Equal(t, result.DefaultSampleEvery, FlowPeriod(&short))
 }
 
 // The compare figure gives each label its own colour in sorted order,

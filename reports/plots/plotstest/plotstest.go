@@ -120,3 +120,43 @@ func Result(name string, slow time.Duration) *result.Run {
 	}
 	return r
 }
+
+// WithTraffic adds two flows to a Result: a download (tcp-bulk) from 2 s
+// to 8 s delivering 4 Mbit/s, then 1 Mbit/s from the downlink's drop at
+// 4 s, and a 64 kbit/s cbr flow up over the uncapped uplink for the whole
+// run. The summary gets their figures as measure.Summarise would, with
+// the download's share and no fairness (there is no second session).
+func WithTraffic(r *result.Run) *result.Run {
+	period := r.SampleEvery
+	n := int(r.Ran / period)
+	down := make([]int64, n)
+	up := make([]int64, n)
+	for k := range n {
+		at := time.Duration(k) * period
+		switch {
+		case at >= 2*time.Second && at < 4*time.Second:
+			down[k] = int64(4e6 / 8 * period.Seconds())
+		case at >= 4*time.Second && at < 8*time.Second:
+			down[k] = int64(1e6 / 8 * period.Seconds())
+		}
+		up[k] = int64(64e3 / 8 * period.Seconds())
+	}
+	r.Traffic = []result.FlowRecord{
+		{Name: "download", Kind: "tcp-bulk", Direction: "down", Description: "TCP-like CUBIC", Start: 2 * time.Second, Stop: 8 * time.Second, Delivered: down},
+		{Name: "voice", Kind: "cbr", Direction: "up", Description: "64 kbit/s in 160-byte datagrams", Stop: r.Ran, Delivered: up},
+	}
+	for i := range r.Traffic {
+		for _, b := range r.Traffic[i].Delivered {
+			r.Traffic[i].DeliveredBytes += b
+		}
+	}
+	// The download: 8 Mbit in 2 s of 8 Mbit/s, 4 Mbit in 4 s of 2 Mbit/s.
+	share := 12e6 / (8e6*2 + 2e6*4)
+	main := r.Summary.Latency
+	r.Summary.Flows = []result.FlowSummary{
+		{Name: scenarios.MainFlow, ThroughputBps: 2e6, Latency: &main},
+		{Name: "download", ThroughputBps: 12e6 / 6, Share: &share},
+		{Name: "voice", ThroughputBps: 64e3},
+	}
+	return r
+}
