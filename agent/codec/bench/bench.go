@@ -28,6 +28,7 @@ package bench
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -95,11 +96,13 @@ type Codec struct {
 }
 
 // Codecs are the codecs compared: the tile XOR+zstd codec (EVRTCK-like, E1)
-// with and without carry-forward (E12), Hextile (E2, E4) and ZRLE (E12).
+// with and without carry-forward (E12), Hextile (E2, E4), ZRLE (E12), and
+// the tile codec with one zstd frame per tile (tile-pertile), the lab's
+// hypothesis for the write-up's per-tile cost (E5, E6).
 func Codecs() []Codec {
-	tileCodec := func(carry bool) func() (codec.Encoder, codec.Decoder, error) {
+	tileCodec := func(opts tile.Options) func() (codec.Encoder, codec.Decoder, error) {
 		return func() (codec.Encoder, codec.Decoder, error) {
-			e, err := tile.NewEncoder(tile.Options{CarryForward: carry})
+			e, err := tile.NewEncoder(opts)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -108,11 +111,27 @@ func Codecs() []Codec {
 		}
 	}
 	return []Codec{
-		{"tile", tileCodec(false)},
-		{"tile-carry", tileCodec(true)},
+		{"tile", tileCodec(tile.Options{})},
+		{"tile-carry", tileCodec(tile.Options{CarryForward: true})},
 		{"hextile", func() (codec.Encoder, codec.Decoder, error) { return hextile.NewEncoder(), hextile.NewDecoder(), nil }},
 		{"zrle", func() (codec.Encoder, codec.Decoder, error) { return zrle.NewEncoder(), zrle.NewDecoder(), nil }},
+		{TilePerTile, tileCodec(tile.Options{PerTileFrame: true})},
 	}
+}
+
+// TilePerTile names the tile codec that compresses each dirty tile as its
+// own zstd frame (tile.Options.PerTileFrame) in tables and plots.
+const TilePerTile = "tile-pertile"
+
+// SelectCodecs returns the codecs whose name matches re, in Codecs' order.
+func SelectCodecs(re *regexp.Regexp) []Codec {
+	var out []Codec
+	for _, cd := range Codecs() {
+		if re.MatchString(cd.Name) {
+			out = append(out, cd)
+		}
+	}
+	return out
 }
 
 // Result is one codec on one case.

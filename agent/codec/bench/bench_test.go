@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func synthetic() *Report {
 	}
 	for _, c := range rep.Cases {
 		for i, cd := range rep.Codecs {
-			b := 1000 * (i + 1) // tile 1000, tile-carry 2000, hextile 3000, zrle 4000
+			b := 1000 * (i + 1) // tile 1000, tile-carry 2000, hextile 3000, zrle 4000, tile-pertile 5000
 			rep.Results = append(rep.Results, Result{Case: c.Name, Codec: cd, Bytes: b, Median: time.Duration(b) * time.Microsecond})
 		}
 		if !c.Key {
@@ -112,6 +113,41 @@ func TestReproduceComputesTheWriteUpsRatios(t *testing.T) {
 	require.Contains(t, rows["E7"].Lab, "tile/Hextile bytes 0.33-0.33")
 	require.Contains(t, rows["E10"].Lab, "the detector alone 300 us, bytes.Equal over the same frames 200 us (detector 1.50x)")
 	require.Contains(t, rows["E11"].Lab, "points: 1% 3.0x faster")
+	// The per-tile-frame variant is in every row that compares the tile
+	// codec with Hextile: 5000 bytes against Hextile's 3000, and 5000 over
+	// the 40x23 tiles of 720p is 5.4 bytes a tile.
+	require.Contains(t, rows["E5"].Lab, "Hextile/tile-pertile 0.60x (720p), 0.60x (1080p), 0.60x (4K); tile-pertile bytes per 32x32 tile 5.4 /")
+	require.Contains(t, rows["E6"].Lab, "Hextile/tile-pertile 0.60x (720p)")
+	require.Contains(t, rows["E7"].Lab, "noise-block: tile-pertile/Hextile bytes 1.67-1.67")
+	require.Contains(t, rows["E8"].Lab, "tile/Hextile on blocks 0.33x (tile-pertile 1.7x)")
+	require.Contains(t, rows["E10"].Lab, "tile-pertile 5000 us")
+	require.Contains(t, rows["E11"].Lab, "tile-pertile vs Hextile, points: 1% 1.7x slower")
+}
+
+// A run of an older report, without the per-tile-frame variant, keeps its
+// rows as they were: the variant's parts are added only when it ran.
+func TestReproduceWithoutTheVariant(t *testing.T) {
+	rep := synthetic()
+	var keep []Result
+	for _, r := range rep.Results {
+		if r.Codec != TilePerTile {
+			keep = append(keep, r)
+		}
+	}
+	rows := Reproduce(keep, rep.Detector)
+	require.Len(t, rows, 7)
+	for _, r := range rows {
+		require.NotContains(t, r.Lab, TilePerTile, r.ID)
+	}
+}
+
+func TestSelectCodecs(t *testing.T) {
+	var names []string
+	for _, cd := range SelectCodecs(regexp.MustCompile("^tile")) {
+		names = append(names, cd.Name)
+	}
+	require.Equal(t, []string{"tile", "tile-carry", TilePerTile}, names)
+	require.Len(t, SelectCodecs(regexp.MustCompile("")), len(Codecs()))
 }
 
 func TestReportRoundTripsAndDrawsPlots(t *testing.T) {
