@@ -46,27 +46,32 @@ func checkCase(t *testing.T, c Case) {
 
 // BenchmarkCodecs is the matrix as go test -bench cases (benchstat-friendly):
 // go test ./agent/codec/bench -run '^$' -bench . -benchtime 200x
+// A case's frames are built only when one of its codecs runs, so that a
+// CPU profile of a few cases (-bench 'Codecs/^p-points-10pct$/^tile$'
+// -cpuprofile) shows the codecs, not the building of every case's frames.
 func BenchmarkCodecs(b *testing.B) {
 	for _, c := range Cases() {
-		prev, cur := c.Frames()
-		for _, cd := range Codecs() {
-			b.Run(c.Name+"/"+cd.Name, func(b *testing.B) {
-				enc, _, err := cd.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.SetBytes(int64(c.W * c.H * 4))
-				var out []byte
-				rects := runDetect(prev, cur, nil)
-				for b.Loop() {
-					rects = runDetect(prev, cur, rects[:0])
-					if out, err = enc.Encode(out[:0], prev, cur, rects); err != nil {
+		b.Run(c.Name, func(b *testing.B) {
+			prev, cur := c.Frames()
+			for _, cd := range Codecs() {
+				b.Run(cd.Name, func(b *testing.B) {
+					enc, _, err := cd.New()
+					if err != nil {
 						b.Fatal(err)
 					}
-				}
-				b.ReportMetric(float64(len(out)), "bytes/frame")
-			})
-		}
+					b.SetBytes(int64(c.W * c.H * 4))
+					var out []byte
+					rects := runDetect(prev, cur, nil)
+					for b.Loop() {
+						rects = runDetect(prev, cur, rects[:0])
+						if out, err = enc.Encode(out[:0], prev, cur, rects); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(len(out)), "bytes/frame")
+				})
+			}
+		})
 	}
 }
 
