@@ -92,13 +92,11 @@ func runCodecs(iters, warmup int, match, codecMatch string) (*bench.Report, erro
 	}
 	start := time.Now()
 	for i, c := range rep.Cases {
-		for _, cd := range cds {
-			r, err := bench.Run(c, cd, warmup, iters)
-			if err != nil {
-				return nil, err
-			}
-			rep.Results = append(rep.Results, r)
+		rs, err := bench.RunCase(c, cds, warmup, iters)
+		if err != nil {
+			return nil, err
 		}
+		rep.Results = append(rep.Results, rs...)
 		if !c.Key {
 			rep.Detector = append(rep.Detector, bench.RunDetector(c, warmup, iters))
 		}

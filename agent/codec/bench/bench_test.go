@@ -218,3 +218,21 @@ func TestReportOfSomeCasesDraws(t *testing.T) {
 	rep.Results = keep
 	require.NoError(t, WriteReport(t.TempDir(), rep))
 }
+
+// RunCase takes the codecs in turn and gives each the bytes and a time it
+// would get alone: one result per codec, in their order.
+func TestRunCaseInterleaves(t *testing.T) {
+	c := Cases()[0] // key-solid-720p
+	cds := Codecs()
+	rs, err := RunCase(c, cds, 1, 3)
+	require.NoError(t, err)
+	require.Len(t, rs, len(cds))
+	for i, cd := range cds {
+		alone, err := Run(c, cd, 0, 1)
+		require.NoError(t, err)
+		require.Equal(t, cd.Name, rs[i].Codec)
+		require.Equal(t, c.Name, rs[i].Case)
+		require.Equal(t, alone.Bytes, rs[i].Bytes, cd.Name)
+		require.Positive(t, rs[i].Median, cd.Name)
+	}
+}
