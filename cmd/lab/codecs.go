@@ -23,6 +23,7 @@ func codecs(args []string, out io.Writer) error {
 	warmup := fs.Int("warmup", 20, "encodes run first and not counted (E9: 20)")
 	dir := fs.String("out", "out/codecs", "report folder: codecs.json, codecs.md and the plots")
 	match := fs.String("run", "", "only the cases whose name matches this regular expression")
+	codecMatch := fs.String("codecs", "", "only the codecs whose name matches this regular expression (tile, tile-carry, hextile, zrle, "+bench.TilePerTile+")")
 	from := fs.String("from", "", "render the report from this codecs.json instead of running")
 	doc := fs.String("doc", "", "also rewrite the codec rows between the codec markers of this file (docs/codecs.md)")
 	if err := fs.Parse(args); err != nil {
@@ -44,7 +45,7 @@ func codecs(args []string, out io.Writer) error {
 	if *from != "" {
 		rep, err = bench.ReadReport(*from)
 	} else {
-		rep, err = runCodecs(*iters, *warmup, *match)
+		rep, err = runCodecs(*iters, *warmup, *match, *codecMatch)
 	}
 	if err != nil {
 		return err
@@ -61,10 +62,14 @@ func codecs(args []string, out io.Writer) error {
 
 // runCodecs runs the matrix, printing progress with an estimate of what is
 // left (the full run takes about half an hour on 2 cores).
-func runCodecs(iters, warmup int, match string) (*bench.Report, error) {
+func runCodecs(iters, warmup int, match, codecMatch string) (*bench.Report, error) {
 	re, err := regexp.Compile(match)
 	if err != nil {
 		return nil, fmt.Errorf("codecs: -run: %w", err)
+	}
+	codecRE, err := regexp.Compile(codecMatch)
+	if err != nil {
+		return nil, fmt.Errorf("codecs: -codecs: %w", err)
 	}
 	rep := &bench.Report{
 		Schema: bench.ReportSchema, Iters: iters, Warmup: warmup, Started: time.Now(),
@@ -78,19 +83,20 @@ func runCodecs(iters, warmup int, match string) (*bench.Report, error) {
 	if len(rep.Cases) == 0 {
 		return nil, fmt.Errorf("codecs: no case matches %q", match)
 	}
-	cds := bench.Codecs()
+	cds := bench.SelectCodecs(codecRE)
+	if len(cds) == 0 {
+		return nil, fmt.Errorf("codecs: no codec matches %q", codecMatch)
+	}
 	for _, cd := range cds {
 		rep.Codecs = append(rep.Codecs, cd.Name)
 	}
 	start := time.Now()
 	for i, c := range rep.Cases {
-		for _, cd := range cds {
-			r, err := bench.Run(c, cd, warmup, iters)
-			if err != nil {
-				return nil, err
-			}
-			rep.Results = append(rep.Results, r)
+		rs, err := bench.RunCase(c, cds, warmup, iters)
+		if err != nil {
+			return nil, err
 		}
+		rep.Results = append(rep.Results, rs...)
 		if !c.Key {
 			rep.Detector = append(rep.Detector, bench.RunDetector(c, warmup, iters))
 		}

@@ -18,7 +18,9 @@
 //     handed the changed tiles for free (E10), so the static case costs each
 //     the scan of the frame, not 0.1 us.
 //   - Time: each case runs Warmup encodes that are not counted, then Iters
-//     timed ones (E9: 20 and 200); the figure is the median.
+//     timed ones (E9: 20 and 200); the figure is the median. The codecs of
+//     a case take turns encode by encode (RunCase), so that on a machine
+//     shared with other work they see the same load, and their ratios hold.
 //   - Bytes: what a fresh encoder writes for the frame. A stateful codec
 //     (ZRLE's one zlib stream per connection) would otherwise shrink the
 //     same frame on every repeat as its dictionary learns it.
@@ -28,6 +30,7 @@ package bench
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -95,11 +98,13 @@ type Codec struct {
 }
 
 // Codecs are the codecs compared: the tile XOR+zstd codec (EVRTCK-like, E1)
-// with and without carry-forward (E12), Hextile (E2, E4) and ZRLE (E12).
+// with and without carry-forward (E12), Hextile (E2, E4), ZRLE (E12), and
+// the tile codec with one zstd frame per tile (tile-pertile), the lab's
+// hypothesis for the write-up's per-tile cost (E5, E6).
 func Codecs() []Codec {
-	tileCodec := func(carry bool) func() (codec.Encoder, codec.Decoder, error) {
+	tileCodec := func(opts tile.Options) func() (codec.Encoder, codec.Decoder, error) {
 		return func() (codec.Encoder, codec.Decoder, error) {
-			e, err := tile.NewEncoder(tile.Options{CarryForward: carry})
+			e, err := tile.NewEncoder(opts)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -108,11 +113,27 @@ func Codecs() []Codec {
 		}
 	}
 	return []Codec{
-		{"tile", tileCodec(false)},
-		{"tile-carry", tileCodec(true)},
+		{"tile", tileCodec(tile.Options{})},
+		{"tile-carry", tileCodec(tile.Options{CarryForward: true})},
 		{"hextile", func() (codec.Encoder, codec.Decoder, error) { return hextile.NewEncoder(), hextile.NewDecoder(), nil }},
 		{"zrle", func() (codec.Encoder, codec.Decoder, error) { return zrle.NewEncoder(), zrle.NewDecoder(), nil }},
+		{TilePerTile, tileCodec(tile.Options{PerTileFrame: true})},
 	}
+}
+
+// TilePerTile names the tile codec that compresses each dirty tile as its
+// own zstd frame (tile.Options.PerTileFrame) in tables and plots.
+const TilePerTile = "tile-pertile"
+
+// SelectCodecs returns the codecs whose name matches re, in Codecs' order.
+func SelectCodecs(re *regexp.Regexp) []Codec {
+	var out []Codec
+	for _, cd := range Codecs() {
+		if re.MatchString(cd.Name) {
+			out = append(out, cd)
+		}
+	}
+	return out
 }
 
 // Result is one codec on one case.
@@ -130,41 +151,68 @@ type Result struct {
 // Run measures one codec on one case: warmup encodes not counted, then
 // iters timed ones.
 func Run(c Case, cd Codec, warmup, iters int) (Result, error) {
-	prev, cur := c.Frames()
-	enc, dec, err := cd.New()
+	rs, err := RunCase(c, []Codec{cd}, warmup, iters)
 	if err != nil {
 		return Result{}, err
 	}
+	return rs[0], nil
+}
+
+// RunCase measures codecs on one case, interleaved: each of the
+// warmup+iters rounds times one encode of every codec in turn, so that the
+// codecs of a case see the same state of a machine shared with other work,
+// and the ratios between them hold even while its load moves (run one after
+// the other, a codec's median moved with the load of its own minute).
+func RunCase(c Case, cds []Codec, warmup, iters int) ([]Result, error) {
+	prev, cur := c.Frames()
+	type running struct {
+		enc   codec.Encoder
+		buf   []byte
+		times []time.Duration
+	}
+	rs := make([]running, len(cds))
+	out := make([]Result, len(cds))
 	var rects []codec.Rect
 	rects = dirty.Detect(prev, cur, rects)
-	out, err := enc.Encode(nil, prev, cur, rects)
-	if err != nil {
-		return Result{}, fmt.Errorf("%s on %s: %w", cd.Name, c.Name, err)
+	for i, cd := range cds {
+		enc, dec, err := cd.New()
+		if err != nil {
+			return nil, err
+		}
+		data, err := enc.Encode(nil, prev, cur, rects)
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s: %w", cd.Name, c.Name, err)
+		}
+		got, err := dec.Decode(prev, c.W, c.H, data)
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s: its own output does not decode: %w", cd.Name, c.Name, err)
+		}
+		if !slices.Equal(got.Pix, cur.Pix) {
+			return nil, fmt.Errorf("%s on %s: the decoded frame differs from the source", cd.Name, c.Name)
+		}
+		rs[i] = running{enc: enc, buf: data[:0], times: make([]time.Duration, 0, iters)}
+		out[i] = Result{Case: c.Name, Codec: cd.Name, Bytes: len(data)}
 	}
-	got, err := dec.Decode(prev, c.W, c.H, out)
-	if err != nil {
-		return Result{}, fmt.Errorf("%s on %s: its own output does not decode: %w", cd.Name, c.Name, err)
-	}
-	if !slices.Equal(got.Pix, cur.Pix) {
-		return Result{}, fmt.Errorf("%s on %s: the decoded frame differs from the source", cd.Name, c.Name)
-	}
-	res := Result{Case: c.Name, Codec: cd.Name, Bytes: len(out)}
 
-	times := make([]time.Duration, 0, iters)
-	buf := out[:0]
-	for i := range warmup + iters {
-		start := time.Now()
-		rects = dirty.Detect(prev, cur, rects[:0])
-		if buf, err = enc.Encode(buf[:0], prev, cur, rects); err != nil {
-			return res, err
-		}
-		if i >= warmup {
-			times = append(times, time.Since(start))
+	for round := range warmup + iters {
+		for i := range rs {
+			r := &rs[i]
+			start := time.Now()
+			rects = dirty.Detect(prev, cur, rects[:0])
+			var err error
+			if r.buf, err = r.enc.Encode(r.buf[:0], prev, cur, rects); err != nil {
+				return out, err
+			}
+			if round >= warmup {
+				r.times = append(r.times, time.Since(start))
+			}
 		}
 	}
-	res.Median = quantile.Median(times)
-	res.MBps = float64(c.W*c.H*4) / res.Median.Seconds() / 1e6
-	return res, nil
+	for i, r := range rs {
+		out[i].Median = quantile.Median(r.times)
+		out[i].MBps = float64(c.W*c.H*4) / out[i].Median.Seconds() / 1e6
+	}
+	return out, nil
 }
 
 // Table writes results as Markdown: one row per case, and per codec the

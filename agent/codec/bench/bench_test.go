@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -45,27 +46,32 @@ func checkCase(t *testing.T, c Case) {
 
 // BenchmarkCodecs is the matrix as go test -bench cases (benchstat-friendly):
 // go test ./agent/codec/bench -run '^$' -bench . -benchtime 200x
+// A case's frames are built only when one of its codecs runs, so that a
+// CPU profile of a few cases (-bench 'Codecs/^p-points-10pct$/^tile$'
+// -cpuprofile) shows the codecs, not the building of every case's frames.
 func BenchmarkCodecs(b *testing.B) {
 	for _, c := range Cases() {
-		prev, cur := c.Frames()
-		for _, cd := range Codecs() {
-			b.Run(c.Name+"/"+cd.Name, func(b *testing.B) {
-				enc, _, err := cd.New()
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.SetBytes(int64(c.W * c.H * 4))
-				var out []byte
-				rects := runDetect(prev, cur, nil)
-				for b.Loop() {
-					rects = runDetect(prev, cur, rects[:0])
-					if out, err = enc.Encode(out[:0], prev, cur, rects); err != nil {
+		b.Run(c.Name, func(b *testing.B) {
+			prev, cur := c.Frames()
+			for _, cd := range Codecs() {
+				b.Run(cd.Name, func(b *testing.B) {
+					enc, _, err := cd.New()
+					if err != nil {
 						b.Fatal(err)
 					}
-				}
-				b.ReportMetric(float64(len(out)), "bytes/frame")
-			})
-		}
+					b.SetBytes(int64(c.W * c.H * 4))
+					var out []byte
+					rects := runDetect(prev, cur, nil)
+					for b.Loop() {
+						rects = runDetect(prev, cur, rects[:0])
+						if out, err = enc.Encode(out[:0], prev, cur, rects); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(len(out)), "bytes/frame")
+				})
+			}
+		})
 	}
 }
 
@@ -88,7 +94,7 @@ func synthetic() *Report {
 	}
 	for _, c := range rep.Cases {
 		for i, cd := range rep.Codecs {
-			b := 1000 * (i + 1) // tile 1000, tile-carry 2000, hextile 3000, zrle 4000
+			b := 1000 * (i + 1) // tile 1000, tile-carry 2000, hextile 3000, zrle 4000, tile-pertile 5000
 			rep.Results = append(rep.Results, Result{Case: c.Name, Codec: cd, Bytes: b, Median: time.Duration(b) * time.Microsecond})
 		}
 		if !c.Key {
@@ -112,6 +118,41 @@ func TestReproduceComputesTheWriteUpsRatios(t *testing.T) {
 	require.Contains(t, rows["E7"].Lab, "tile/Hextile bytes 0.33-0.33")
 	require.Contains(t, rows["E10"].Lab, "the detector alone 300 us, bytes.Equal over the same frames 200 us (detector 1.50x)")
 	require.Contains(t, rows["E11"].Lab, "points: 1% 3.0x faster")
+	// The per-tile-frame variant is in every row that compares the tile
+	// codec with Hextile: 5000 bytes against Hextile's 3000, and 5000 over
+	// the 40x23 tiles of 720p is 5.4 bytes a tile.
+	require.Contains(t, rows["E5"].Lab, "Hextile/tile-pertile 0.60x (720p), 0.60x (1080p), 0.60x (4K); tile-pertile bytes per 32x32 tile 5.4 /")
+	require.Contains(t, rows["E6"].Lab, "Hextile/tile-pertile 0.60x (720p)")
+	require.Contains(t, rows["E7"].Lab, "noise-block: tile-pertile/Hextile bytes 1.67-1.67")
+	require.Contains(t, rows["E8"].Lab, "tile/Hextile on blocks 0.33x (tile-pertile 1.7x)")
+	require.Contains(t, rows["E10"].Lab, "tile-pertile 5000 us")
+	require.Contains(t, rows["E11"].Lab, "tile-pertile vs Hextile, points: 1% 1.7x slower")
+}
+
+// A run of an older report, without the per-tile-frame variant, keeps its
+// rows as they were: the variant's parts are added only when it ran.
+func TestReproduceWithoutTheVariant(t *testing.T) {
+	rep := synthetic()
+	var keep []Result
+	for _, r := range rep.Results {
+		if r.Codec != TilePerTile {
+			keep = append(keep, r)
+		}
+	}
+	rows := Reproduce(keep, rep.Detector)
+	require.Len(t, rows, 7)
+	for _, r := range rows {
+		require.NotContains(t, r.Lab, TilePerTile, r.ID)
+	}
+}
+
+func TestSelectCodecs(t *testing.T) {
+	var names []string
+	for _, cd := range SelectCodecs(regexp.MustCompile("^tile")) {
+		names = append(names, cd.Name)
+	}
+	require.Equal(t, []string{"tile", "tile-carry", TilePerTile}, names)
+	require.Len(t, SelectCodecs(regexp.MustCompile("")), len(Codecs()))
 }
 
 func TestReportRoundTripsAndDrawsPlots(t *testing.T) {
@@ -176,4 +217,22 @@ func TestReportOfSomeCasesDraws(t *testing.T) {
 	}
 	rep.Results = keep
 	require.NoError(t, WriteReport(t.TempDir(), rep))
+}
+
+// RunCase takes the codecs in turn and gives each the bytes and a time it
+// would get alone: one result per codec, in their order.
+func TestRunCaseInterleaves(t *testing.T) {
+	c := Cases()[0] // key-solid-720p
+	cds := Codecs()
+	rs, err := RunCase(c, cds, 1, 3)
+	require.NoError(t, err)
+	require.Len(t, rs, len(cds))
+	for i, cd := range cds {
+		alone, err := Run(c, cd, 0, 1)
+		require.NoError(t, err)
+		require.Equal(t, cd.Name, rs[i].Codec)
+		require.Equal(t, c.Name, rs[i].Case)
+		require.Equal(t, alone.Bytes, rs[i].Bytes, cd.Name)
+		require.Positive(t, rs[i].Median, cd.Name)
+	}
 }

@@ -24,6 +24,7 @@ var codecStyle = map[string]struct {
 	"tile-carry": {color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, draw.TriangleGlyph{}},
 	"hextile":    {color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, draw.SquareGlyph{}},
 	"zrle":       {color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, draw.CrossGlyph{}},
+	TilePerTile:  {color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, draw.PyramidGlyph{}},
 }
 
 // metric picks what a plot shows of a result.

@@ -109,26 +109,13 @@ func Reproduce(results []Result, detector []DetectorResult) []Row {
 		rows = append(rows, row)
 	}
 
-	// E7: noise P-frames, the tile codec's bytes over Hextile's.
+	// E7: noise P-frames, each tile variant's bytes over Hextile's.
 	var noise []string
-	for _, kind := range []string{frames.NoisePts, frames.NoiseBlock} {
-		var lo, hi float64
-		n := 0
-		for _, p := range changed() {
-			r, ok := l.bytesRatio(pframeCase(kind, p), "tile", "hextile")
-			if !ok {
-				continue
+	for _, tv := range tileVariants {
+		for _, kind := range []string{frames.NoisePts, frames.NoiseBlock} {
+			if row, ok := noiseRange(l, tv, kind); ok {
+				noise = append(noise, row)
 			}
-			if n == 0 || r < lo {
-				lo = r
-			}
-			if n == 0 || r > hi {
-				hi = r
-			}
-			n++
-		}
-		if n > 0 {
-			noise = append(noise, fmt.Sprintf("%s: tile/Hextile bytes %.2f-%.2f", kind, lo, hi))
 		}
 	}
 	if len(noise) > 0 {
@@ -143,7 +130,11 @@ func Reproduce(results []Result, detector []DetectorResult) []Row {
 		blk, ok2 := l.get(pframeCase(frames.Blocks, p), "hextile")
 		tb, ok3 := l.bytesRatio(pframeCase(frames.Blocks, p), "tile", "hextile")
 		if ok1 && ok2 && ok3 {
-			e8 = append(e8, fmt.Sprintf("%g%%: Hextile points %s vs blocks %s (%s), tile/Hextile on blocks %s", p, kb(pts.Bytes), kb(blk.Bytes), fmtRatio(float64(pts.Bytes)/float64(blk.Bytes), "x"), fmtRatio(tb, "x")))
+			part := fmt.Sprintf("%g%%: Hextile points %s vs blocks %s (%s), tile/Hextile on blocks %s", p, kb(pts.Bytes), kb(blk.Bytes), fmtRatio(float64(pts.Bytes)/float64(blk.Bytes), "x"), fmtRatio(tb, "x"))
+			if r, ok := l.bytesRatio(pframeCase(frames.Blocks, p), TilePerTile, "hextile"); ok {
+				part += fmt.Sprintf(" (%s %s)", TilePerTile, fmtRatio(r, "x"))
+			}
+			e8 = append(e8, part)
 		}
 	}
 	if len(e8) > 0 {
@@ -155,25 +146,73 @@ func Reproduce(results []Result, detector []DetectorResult) []Row {
 		rows = append(rows, row)
 	}
 
-	// E11: encode time, Hextile over tile: above 1 the tile codec is
-	// faster.
+	// E11: encode time, Hextile over each tile variant: above 1 the tile
+	// codec is faster. Ratios of one run only: the machine's load moves
+	// between runs, not within a case's interleaved codecs.
 	var e11 []string
-	for _, kind := range []string{frames.Points, frames.Blocks, frames.NoisePts, frames.NoiseBlock} {
-		var parts []string
-		for _, p := range []float64{1, 10, 90} {
-			if r, ok := l.timeRatio(pframeCase(kind, p), "hextile", "tile"); ok {
-				parts = append(parts, fmt.Sprintf("%g%% %s", p, speed(r)))
+	for _, tv := range tileVariants {
+		var kinds []string
+		for _, kind := range []string{frames.Points, frames.Blocks, frames.NoisePts, frames.NoiseBlock} {
+			var parts []string
+			for _, p := range []float64{1, 10, 90} {
+				if r, ok := l.timeRatio(pframeCase(kind, p), "hextile", tv); ok {
+					parts = append(parts, fmt.Sprintf("%g%% %s", p, speed(r)))
+				}
+			}
+			if len(parts) > 0 {
+				kinds = append(kinds, kind+": "+strings.Join(parts, ", "))
 			}
 		}
-		if len(parts) > 0 {
-			e11 = append(e11, kind+": "+strings.Join(parts, ", "))
+		if len(kinds) > 0 {
+			name := "tile codec"
+			if tv != "tile" {
+				name = tv
+			}
+			e11 = append(e11, name+" vs Hextile, "+strings.Join(kinds, "; "))
 		}
 	}
 	if len(e11) > 0 {
-		rows = append(rows, Row{"E11", "tile codec 1.5-3x faster on structured content; up to 13x slower at 90% noise", "tile codec vs Hextile, " + strings.Join(e11, "; ")})
+		rows = append(rows, Row{"E11", "tile codec 1.5-3x faster on structured content; up to 13x slower at 90% noise", strings.Join(e11, ". ")})
 	}
+	return append(rows, e12Rows(l)...)
+}
 
-	// E12: carry-forward on solid blocks, and ZRLE beside the others.
+// tileVariants are the framings of the tile codec the rows compare with
+// Hextile: one zstd stream per frame, and one zstd frame per tile.
+var tileVariants = []string{"tile", TilePerTile}
+
+// noiseRange is E7 for one tile variant and noise kind: the range of its
+// bytes over Hextile's across the percentages changed.
+func noiseRange(l lookup, tv, kind string) (string, bool) {
+	var lo, hi float64
+	n := 0
+	for _, p := range changed() {
+		r, ok := l.bytesRatio(pframeCase(kind, p), tv, "hextile")
+		if !ok {
+			continue
+		}
+		if n == 0 || r < lo {
+			lo = r
+		}
+		if n == 0 || r > hi {
+			hi = r
+		}
+		n++
+	}
+	if n == 0 {
+		return "", false
+	}
+	name := "tile"
+	if tv != "tile" {
+		name = tv
+	}
+	return fmt.Sprintf("%s: %s/Hextile bytes %.2f-%.2f", kind, name, lo, hi), true
+}
+
+// e12Rows is E12 when its cases ran: carry-forward on solid blocks, and
+// ZRLE beside the others.
+func e12Rows(l lookup) []Row {
+	var rows []Row
 	var e12 []string
 	for _, p := range []float64{10, 50, 90} {
 		c := pframeCase(frames.Blocks, p)
@@ -194,7 +233,9 @@ func Reproduce(results []Result, detector []DetectorResult) []Row {
 	return rows
 }
 
-// keyframeRow is E5 or E6: Hextile over tile at each resolution.
+// keyframeRow is E5 or E6: Hextile over tile at each resolution, then, when
+// it ran, over the per-tile-frame variant, with what that variant spends
+// per 32x32 tile (constant if its cost is per tile, as E5 says EVRTCK's is).
 func keyframeRow(l lookup, id, documented, kind string) (Row, bool) {
 	var ratios []float64
 	var perTile []string
@@ -211,6 +252,21 @@ func keyframeRow(l lookup, id, documented, kind string) (Row, bool) {
 		perTile = append(perTile, fmt.Sprintf("%.2f", float64(h.Bytes)/float64(tiles)))
 	}
 	lab := "Hextile/tile " + ratioList(resolutions, ratios, "x") + "; Hextile bytes per 16x16 tile " + strings.Join(perTile, " / ")
+	var ptRatios []float64
+	var ptBytes []string
+	for _, res := range resolutions {
+		c := fmt.Sprintf("key-%s-%s", kind, res)
+		r, ok := l.bytesRatio(c, "hextile", TilePerTile)
+		if !ok {
+			return Row{id, documented, lab}, true
+		}
+		ptRatios = append(ptRatios, r)
+		pt, _ := l.get(c, TilePerTile)
+		w, hh := dims(res)
+		tiles := ((w + 31) / 32) * ((hh + 31) / 32)
+		ptBytes = append(ptBytes, fmt.Sprintf("%.1f", float64(pt.Bytes)/float64(tiles)))
+	}
+	lab += "; Hextile/" + TilePerTile + " " + ratioList(resolutions, ptRatios, "x") + "; " + TilePerTile + " bytes per 32x32 tile " + strings.Join(ptBytes, " / ")
 	return Row{id, documented, lab}, true
 }
 
@@ -235,7 +291,7 @@ func staticRow(l lookup, detector []DetectorResult) (Row, bool) {
 		}
 	}
 	var parts []string
-	for _, cd := range []string{"tile", "tile-carry", "hextile", "zrle"} {
+	for _, cd := range []string{"tile", "tile-carry", "hextile", "zrle", TilePerTile} {
 		if r, ok := l.get("p-static-0pct", cd); ok {
 			parts = append(parts, fmt.Sprintf("%s %s", cd, us(r.Median)))
 		}

@@ -6,12 +6,22 @@
 // (E12) sends a solid tile that repeats the previous solid tile's colour as
 // a one-byte marker, to win back solid edit blocks.
 //
+// Two framings of the same records exist, and the decoder reads both. The
+// default compresses the whole frame's payload as one zstd frame, so zstd
+// finds repeats across tiles. Options.PerTileFrame compresses each XOR
+// tile's pixels as its own zstd frame behind a raw per-tile header, so that
+// every tile costs a zstd frame's fixed overhead and nothing repeats from
+// one tile to the next: the lab's hypothesis for how EvertyDesk's EVRTCK
+// frames its tiles, which its write-up does not say (E5's ratio is the same
+// at every resolution, a cost per tile).
+//
 // # Payload
 //
 // Before zstd, one frame is:
 //
 //	flags   byte     bit 0: keyframe (XOR against zero, prev ignored)
-//	                 bit 1: carry-forward in use; other bits must be zero
+//	                 bit 1: carry-forward in use
+//	                 bit 2: per-tile frames (see below); other bits zero
 //	count   uvarint  number of tile records
 //	records count times:
 //	  gap   uvarint  tile index minus (previous tile index + 1); the first
@@ -27,6 +37,16 @@
 // order, whose new content is a single colour; a tag-1 record paints its
 // tile with that colour. Tiles on the right and bottom edges are cut to the
 // frame and carry only their own pixels.
+//
+// With per-tile frames (flag bit 2) the payload above is sent as it is, not
+// compressed as a whole, except that a tag-0 record's data is replaced by
+//
+//	size    uvarint  length of the zstd frame that follows
+//	frame            one zstd frame that decompresses to the tile's planes
+//
+// A whole-frame encoding starts with zstd's magic number (first byte 0x28)
+// and a per-tile one with a flags byte of 4-7, so the first byte tells the
+// decoder which framing it reads.
 package tile
 
 import (
@@ -41,8 +61,11 @@ import (
 )
 
 const (
-	flagKeyframe = 1 << 0
-	flagCarry    = 1 << 1
+	flagKeyframe   = 1 << 0
+	flagCarry      = 1 << 1
+	flagTileFrames = 1 << 2
+
+	flagsKnown = flagKeyframe | flagCarry | flagTileFrames
 
 	tagXOR   = 0
 	tagCarry = 1
@@ -57,6 +80,11 @@ type Options struct {
 	// CarryForward sends a dirty tile whose new content is one colour, the
 	// same as the previous single-colour tile's, as a one-byte marker (E12).
 	CarryForward bool
+	// PerTileFrame compresses each XOR tile as its own zstd frame behind a
+	// raw per-tile header (index gap, tag, frame size) instead of the whole
+	// frame as one zstd stream: a fixed cost per dirty tile, and no matches
+	// across tiles.
+	PerTileFrame bool
 }
 
 // Encoder is the tile XOR+zstd encoder; it implements codec.Encoder. It
@@ -66,6 +94,8 @@ type Encoder struct {
 	opts Options
 	zenc *zstd.Encoder
 	buf  []byte // payload scratch, reused across frames
+	tile []byte // one tile's planes, per-tile frames only
+	zbuf []byte // one tile's zstd frame, per-tile frames only
 	mark []bool // dirty tile bitmap scratch
 }
 
@@ -82,10 +112,14 @@ func NewEncoder(opts Options) (*Encoder, error) {
 
 // Name returns the codec's name in benchmark tables.
 func (e *Encoder) Name() string {
-	if e.opts.CarryForward {
-		return "tile-xor-zstd+cf"
+	name := "tile-xor-zstd"
+	if e.opts.PerTileFrame {
+		name += "-per-tile"
 	}
-	return "tile-xor-zstd"
+	if e.opts.CarryForward {
+		name += "+cf"
+	}
+	return name
 }
 
 // Encode appends to dst the encoding of cur. prev is the decoder's frame
@@ -130,7 +164,14 @@ func (e *Encoder) Encode(dst []byte, prev, cur *codec.Frame, dirty []codec.Rect)
 	if e.opts.CarryForward {
 		flags |= flagCarry
 	}
-	b := append(e.buf[:0], flags)
+	perTile := e.opts.PerTileFrame
+	b := e.buf[:0]
+	if perTile {
+		// Nothing compresses the records as a whole: they go straight to dst.
+		flags |= flagTileFrames
+		b = dst
+	}
+	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(count))
 	next := 0
 	var solid uint32
@@ -153,37 +194,59 @@ func (e *Encoder) Encode(dst []byte, prev, cur *codec.Frame, dirty []codec.Rect)
 			}
 		}
 		b = append(b, tagXOR)
-		// Planar: all R bytes of the tile, then G, then B. On smooth content
-		// each plane repeats row after row, which zstd's matcher finds; the
-		// interleaved RGB of the same pixels rarely repeats 3 bytes in a row.
-		tw, th := x1-x0, y1-y0
-		n := tw * th
-		b = slices.Grow(b, 3*n)
-		planes := b[len(b) : len(b)+3*n]
-		var top uint32 // OR of all pixels: the unused byte must be zero to round-trip
-		k := 0
-		for y := y0; y < y1; y++ {
-			cr := cur.Pix[y*cur.W+x0 : y*cur.W+x1]
-			var pr []uint32
-			if prev != nil {
-				pr = prev.Pix[y*cur.W+x0 : y*cur.W+x1]
+		if !perTile {
+			var err error
+			if b, err = appendPlanes(b, prev, cur, x0, y0, x1, y1); err != nil {
+				return nil, err
 			}
-			for j, p := range cr {
-				top |= p
-				if pr != nil {
-					p ^= pr[j]
-				}
-				planes[k], planes[n+k], planes[2*n+k] = byte(p>>16), byte(p>>8), byte(p)
-				k++
-			}
+			continue
 		}
-		if top>>24 != 0 {
-			return nil, errors.New("tile: pixel with a non-zero top byte")
+		var err error
+		if e.tile, err = appendPlanes(e.tile[:0], prev, cur, x0, y0, x1, y1); err != nil {
+			return nil, err
 		}
-		b = b[:len(b)+3*n]
+		e.zbuf = e.zenc.EncodeAll(e.tile, e.zbuf[:0])
+		b = binary.AppendUvarint(b, uint64(len(e.zbuf)))
+		b = append(b, e.zbuf...)
+	}
+	if perTile {
+		return b, nil
 	}
 	e.buf = b
 	return e.zenc.EncodeAll(b, dst), nil
+}
+
+// appendPlanes appends the tile x0,y0-x1,y1 of cur, XORed with the same
+// tile of prev (nil: a keyframe, against zero), in planes: all R bytes of
+// the tile row-major, then G, then B. On smooth content each plane repeats
+// row after row, which zstd's matcher finds; the interleaved RGB of the same
+// pixels rarely repeats 3 bytes in a row.
+func appendPlanes(b []byte, prev, cur *codec.Frame, x0, y0, x1, y1 int) ([]byte, error) {
+	tw, th := x1-x0, y1-y0
+	n := tw * th
+	b = slices.Grow(b, 3*n)
+	planes := b[len(b) : len(b)+3*n]
+	var top uint32 // OR of all pixels: the unused byte must be zero to round-trip
+	k := 0
+	for y := y0; y < y1; y++ {
+		cr := cur.Pix[y*cur.W+x0 : y*cur.W+x1]
+		var pr []uint32
+		if prev != nil {
+			pr = prev.Pix[y*cur.W+x0 : y*cur.W+x1]
+		}
+		for j, p := range cr {
+			top |= p
+			if pr != nil {
+				p ^= pr[j]
+			}
+			planes[k], planes[n+k], planes[2*n+k] = byte(p>>16), byte(p>>8), byte(p)
+			k++
+		}
+	}
+	if top>>24 != 0 {
+		return nil, errors.New("tile: pixel with a non-zero top byte")
+	}
+	return b[:len(b)+3*n], nil
 }
 
 // Decoder is the tile XOR+zstd decoder; it implements codec.Decoder. It
@@ -192,6 +255,7 @@ func (e *Encoder) Encode(dst []byte, prev, cur *codec.Frame, dirty []codec.Rect)
 type Decoder struct {
 	zdec *zstd.Decoder
 	buf  []byte
+	tile []byte // one tile's planes, per-tile frames only
 }
 
 // NewDecoder returns a decoder.
@@ -209,18 +273,31 @@ func (d *Decoder) Decode(prev *codec.Frame, w, h int, data []byte) (*codec.Frame
 	if w <= 0 || h <= 0 || w > 1<<15 || h > 1<<15 {
 		return nil, fmt.Errorf("tile: bad frame size %dx%d", w, h)
 	}
-	p, err := d.zdec.DecodeAll(data, d.buf[:0])
-	if err != nil {
-		return nil, fmt.Errorf("tile: zstd: %w", err)
+	var p []byte
+	raw := len(data) > 0 && data[0]&^flagsKnown == 0 && data[0]&flagTileFrames != 0
+	if raw {
+		// Per-tile frames: the records are not compressed as a whole, and
+		// zstd's magic number never starts with these values.
+		p = data
+	} else {
+		var err error
+		if p, err = d.zdec.DecodeAll(data, d.buf[:0]); err != nil {
+			return nil, fmt.Errorf("tile: zstd: %w", err)
+		}
+		d.buf = p
 	}
-	d.buf = p
 	if len(p) < 1 {
 		return nil, errors.New("tile: empty payload")
 	}
 	flags := p[0]
 	p = p[1:]
-	if flags&^(flagKeyframe|flagCarry) != 0 {
+	if flags&^flagsKnown != 0 {
 		return nil, fmt.Errorf("tile: unknown flags %#x", flags)
+	}
+	if flags&flagTileFrames != 0 && !raw {
+		// The flag inside a whole-frame stream would make the decoder read
+		// zstd frames out of decompressed data: not an encoding of ours.
+		return nil, errors.New("tile: per-tile frames inside a zstd stream")
 	}
 	var f *codec.Frame
 	if flags&flagKeyframe != 0 {
@@ -271,19 +348,27 @@ func (d *Decoder) Decode(prev *codec.Frame, w, h int, data []byte) (*codec.Frame
 			}
 		case tagXOR:
 			need := 3 * (x1 - x0) * (y1 - y0)
-			if len(p) < need {
-				return nil, errors.New("tile: truncated tile data")
+			var planes []byte
+			if flags&flagTileFrames != 0 {
+				var err error
+				if planes, p, err = d.tileFrame(p, need); err != nil {
+					return nil, err
+				}
+			} else {
+				if len(p) < need {
+					return nil, errors.New("tile: truncated tile data")
+				}
+				planes, p = p[:need], p[need:]
 			}
 			n := need / 3
 			k := 0
 			for y := y0; y < y1; y++ {
 				row := f.Pix[y*w+x0 : y*w+x1]
 				for j := range row {
-					row[j] ^= uint32(p[k])<<16 | uint32(p[n+k])<<8 | uint32(p[2*n+k])
+					row[j] ^= uint32(planes[k])<<16 | uint32(planes[n+k])<<8 | uint32(planes[2*n+k])
 					k++
 				}
 			}
-			p = p[need:]
 			if flags&flagCarry != 0 {
 				// Mirror the encoder: only then does the scan pay off.
 				if c, ok := uniform(f, x0, y0, x1, y1); ok {
@@ -298,6 +383,35 @@ func (d *Decoder) Decode(prev *codec.Frame, w, h int, data []byte) (*codec.Frame
 		return nil, fmt.Errorf("tile: %d trailing bytes", len(p))
 	}
 	return f, nil
+}
+
+// tileFrame reads one per-tile record's data from p: the size, then a zstd
+// frame that must decompress to exactly need bytes. It returns the planes
+// and the rest of p.
+func (d *Decoder) tileFrame(p []byte, need int) (planes, rest []byte, err error) {
+	size, n := binary.Uvarint(p)
+	if n <= 0 || size > uint64(len(p)-n) {
+		return nil, nil, errors.New("tile: truncated tile frame")
+	}
+	frame := p[n : n+int(size)]
+	// A frame that declares another size is refused before it is inflated:
+	// a hostile one must not make the decoder allocate for nothing.
+	var h zstd.Header
+	if err := h.Decode(frame); err != nil {
+		return nil, nil, fmt.Errorf("tile: tile frame: %w", err)
+	}
+	if h.HasFCS && h.FrameContentSize != uint64(need) {
+		return nil, nil, fmt.Errorf("tile: tile frame holds %d bytes, want %d", h.FrameContentSize, need)
+	}
+	out, err := d.zdec.DecodeAll(frame, d.tile[:0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("tile: tile frame: %w", err)
+	}
+	d.tile = out
+	if len(out) != need {
+		return nil, nil, fmt.Errorf("tile: tile frame holds %d bytes, want %d", len(out), need)
+	}
+	return out, p[n+int(size):], nil
 }
 
 // tiles returns the grid's size in tiles for a w x h frame.
