@@ -35,5 +35,5 @@ func TestRunSpreadsSessionsOverCores(t *testing.T) {
 	require.Equal(t, 8*time.Second, m.Run(scs, 1))
 	require.Equal(t, 4*time.Second, m.Run(scs, 2))
 	require.Equal(t, time.Second, m.Run(scs, 100), "never less than the longest session")
-	require.Equal(t, "estimate: 8 sessions, 8m0s of session time, about 0.0 million packets: about 4s test on 2 cores (1s per session, 0s per session second, 0s per packet; docs/performance.md)", m.Line(scs, 2))
+	require.Equal(t, "estimate: 8 sessions, 8m0s of session time, about 0 thousand packets: about 4s test on 2 cores (1s per session, 0s per session second, 0s per packet; docs/performance.md)", m.Line(scs, 2))
 }
