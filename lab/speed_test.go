@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -63,10 +64,10 @@ func TestSessionSpeed(t *testing.T) {
 			if packets == 0 {
 				t.Fatal("the links carried no packet")
 			}
-			t.Logf("%d Mbit/s: %v of session in %v wall, %.1fx real time; %v CPU for %d packets (%d down, %d up): %.2f us CPU per packet",
-				mbps, s.Duration, wall.Round(time.Millisecond), s.Duration.Seconds()/wall.Seconds(),
+			t.Logf("%d Mbit/s, GOMAXPROCS %d: %v of session in %v wall, %.1fx real time; %v CPU for %d packets (%d down, %d up): %.2f us CPU per packet, %.2f per packet down",
+				mbps, runtime.GOMAXPROCS(0), s.Duration, wall.Round(time.Millisecond), s.Duration.Seconds()/wall.Seconds(),
 				cpu.Round(time.Millisecond), packets, res.Downlink.Delivered.Packets, res.Uplink.Delivered.Packets,
-				float64(cpu.Microseconds())/float64(packets))
+				float64(cpu.Microseconds())/float64(packets), float64(cpu.Microseconds())/float64(res.Downlink.Delivered.Packets))
 			benchLine(t, wall, "us-cpu/packet", float64(cpu.Microseconds())/float64(packets), "x-real-time", s.Duration.Seconds()/wall.Seconds())
 		})
 	}
@@ -114,12 +115,13 @@ func TestLibrarySpeed(t *testing.T) {
 }
 
 // benchLine prints the figures as a line of go test -bench output (one
-// iteration, the wall time as ns/op, then metric value pairs), so that
-// benchstat can compare runs before and after a change:
+// iteration, the wall time as ns/op, then metric value pairs; the name
+// ends in -GOMAXPROCS as a benchmark's does, so that -cpu 1,2 runs stay
+// apart), so that benchstat can compare runs before and after a change:
 //
 //	go test ./lab -run Speed -sessionspeed -count 10 | benchstat -
 func benchLine(t *testing.T, wall time.Duration, metrics ...any) {
-	line := fmt.Sprintf("Benchmark%s\t1\t%d ns/op", strings.TrimPrefix(t.Name(), "Test"), wall.Nanoseconds())
+	line := fmt.Sprintf("Benchmark%s-%d\t1\t%d ns/op", strings.TrimPrefix(t.Name(), "Test"), runtime.GOMAXPROCS(0), wall.Nanoseconds())
 	for i := 0; i+1 < len(metrics); i += 2 {
 		line += fmt.Sprintf("\t%.4g %s", metrics[i+1], metrics[i])
 	}

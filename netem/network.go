@@ -412,7 +412,8 @@ type PacketConn struct {
 	mu          sync.Mutex
 	changed     wait.Signal
 	deadline    wait.Deadlines // guarded by mu, broadcast on changed
-	queue       []*Packet
+	queue       []*Packet      // unread packets are queue[head:]
+	head        int
 	queuedBytes int
 	recvLimit   int // bytes; 0 means recvBufferBytes
 	dropped     Counter
@@ -434,13 +435,20 @@ func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 			c.mu.Unlock()
 			return 0, nil, c.opError("read", net.ErrClosed)
 		}
-		if len(c.queue) > 0 {
-			p := c.queue[0]
-			c.queue[0] = nil
-			c.queue = c.queue[1:]
+		if c.head < len(c.queue) {
+			p := c.queue[c.head]
+			c.queue[c.head] = nil
+			c.head++
+			if c.head == len(c.queue) {
+				// Empty: start again at the front of the same array, so
+				// that a busy endpoint's queue allocates nothing.
+				c.queue, c.head = c.queue[:0], 0
+			}
 			c.queuedBytes -= p.Size()
 			c.mu.Unlock()
-			return copy(b, p.Data), p.From, nil
+			n, from := copy(b, p.Data), p.From
+			p.release()
+			return n, from, nil
 		}
 		if wait.Passed(c.deadline.Read) {
 			c.mu.Unlock()
@@ -472,7 +480,7 @@ func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if wait.Passed(deadline) {
 		return 0, c.opError("write", errTimeout)
 	}
-	p := &Packet{Data: append([]byte(nil), b...), From: c.addr, To: to}
+	p := newPacket(b, c.addr, to)
 	if err := c.net.send(c.local.Addr(), to.AddrPort().Addr(), p); err != nil {
 		return 0, c.opError("write", err)
 	}
@@ -509,6 +517,13 @@ func (c *PacketConn) enqueue(p *Packet) {
 	if c.queuedBytes+p.Size() > limit {
 		c.dropped.add(p)
 		return
+	}
+	if c.head > 0 && len(c.queue) == cap(c.queue) {
+		// Full with read packets at the front: move the unread down
+		// rather than grow.
+		n := copy(c.queue, c.queue[c.head:])
+		clear(c.queue[n:])
+		c.queue, c.head = c.queue[:n], 0
 	}
 	c.queue = append(c.queue, p)
 	c.queuedBytes += p.Size()
@@ -547,8 +562,8 @@ func (c *PacketConn) Close() error {
 		return c.opError("close", net.ErrClosed)
 	}
 	c.closed = true
-	unread := c.queue
-	c.queue, c.queuedBytes = nil, 0
+	unread := c.queue[c.head:]
+	c.queue, c.head, c.queuedBytes = nil, 0, 0
 	c.changed.Broadcast()
 	c.mu.Unlock()
 	c.net.unbind(c)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/estimate"
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/filetest"
 	"github.com/nuvirahub/latencylab/lab/jobs"
@@ -121,6 +122,23 @@ func parseTest(args []string, stderr io.Writer) (testOptions, error) {
 	return o, nil
 }
 
+// testEstimate is the run's expected wall time, from lab/estimate's cost
+// model: each scenario once, or once per seed of -seeds.
+func testEstimate(o testOptions, scs []*scenarios.Scenario) string {
+	sessions := scs
+	if o.seedsSet {
+		sessions = nil
+		for range o.seeds {
+			sessions = append(sessions, scs...)
+		}
+	}
+	model := estimate.Native
+	if o.exact {
+		model = estimate.Exact
+	}
+	return model.Line(sessions, o.parallel)
+}
+
 // exactOpener opens the runner of exact sessions and returns what releases
 // it; the tests hand one they share between runs.
 type exactOpener func(ctx context.Context, root string, log io.Writer) (*exact.Runner, func(), error)
@@ -164,6 +182,7 @@ func labTest(ctx context.Context, args []string, stdout, stderr io.Writer, open 
 		fmt.Fprintf(stderr, "lab test: %d %s in the scenario files: nothing ran\n", n, plural(n, "mistake", "mistakes"))
 		return 2
 	}
+	fmt.Fprintln(stdout, testEstimate(o, scs))
 	began := time.Now()
 	var outcomes []filetest.Outcome
 	if o.exact {

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/internal/needs"
+	"github.com/nuvirahub/latencylab/lab/estimate"
 	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/filetest"
 	"github.com/nuvirahub/latencylab/lab/result"
 )
 
@@ -324,4 +326,24 @@ expect:
 	for _, pt := range r.Series {
 		require.InEpsilon(t, 12.032e6, pt.Down.CapacityBps, 1e-9, "the fast segment throughout (%v-%v)", pt.From, pt.To)
 	}
+}
+
+// lab test's estimate counts a session per scenario, or per scenario and
+// seed with -seeds, with the model of the way they run.
+func TestLabTestEstimate(t *testing.T) {
+	scs, err := filetest.Load([]string{filepath.Join("..", "..", "docs", "own-scenarios")}, "")
+	require.NoError(t, err)
+	require.Len(t, scs, 2)
+	o, err := parseTest([]string{"-j", "2", "docs/own-scenarios"}, io.Discard)
+	require.NoError(t, err)
+	line := testEstimate(o, scs)
+	t.Log(line)
+	require.Equal(t, estimate.Exact.Line(scs, 2), line)
+	require.True(t, strings.HasPrefix(line, "estimate: 2 sessions, 20s of session time,"), line)
+
+	o, err = parseTest([]string{"-j", "1", "-exact=false", "-seeds", "1,2,3", "docs/own-scenarios"}, io.Discard)
+	require.NoError(t, err)
+	line = testEstimate(o, scs)
+	require.True(t, strings.HasPrefix(line, "estimate: 6 sessions, 1m0s of session time,"), line)
+	require.Contains(t, line, " native on 1 core ")
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -236,4 +237,62 @@ func TestRealEncoderRunsNativelyOnly(t *testing.T) {
 	require.ErrorIs(t, err, ErrNative)
 	require.ErrorContains(t, err, "WebAssembly, which cannot run cgo: run it natively")
 	require.NoError(t, Supports(&scenarios.Scenario{Name: "model", Agent: scenarios.Agent{Encoder: "openh264-asm"}}))
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkExactSession is what an exact session costs: abr-lossy (one
+// of the sweep's scenarios) cut to 1 s and to 10 s, seed 2, in a fresh
+// instance per iteration, as the sweep and lab test run them. The two
+// lengths part what every session pays (an instance, the guest's start,
+// the result's way out) from what each session second costs. It reports
+// how much faster than real time the session ran (x-real-time); compare
+// builds with benchstat:
+//
+//	go test ./lab/exact -run '^$' -bench ExactSession -benchtime 3x -count 3
+func BenchmarkExactSession(b *testing.B) {
+	r, err := shared()
+	if err != nil {
+		b.Fatal(err)
+	}
+	lib, err := scenarios.Library()
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := slices.IndexFunc(lib, func(sc *scenarios.Scenario) bool { return sc.Name == "abr-lossy" })
+	if i < 0 {
+		b.Fatal("no abr-lossy in the library")
+	}
+	for _, d := range []time.Duration{time.Second, 10 * time.Second} {
+		b.Run(d.String(), func(b *testing.B) {
+			sc := *lib[i]
+			sc.Expect, sc.Duration, sc.Seed = nil, d, 2
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				res, err := r.Run(context.Background(), &sc)
+				if err == nil && res.Err != "" {
+					err = errors.New(res.Err)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			perSession := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(sc.Duration.Seconds()/perSession.Seconds(), "x-real-time")
+			// The process's CPU for one session (one instance at a time:
+			// the host's share, its garbage collector's, is in it too),
+			// which the machine's other work moves less than the wall.
+			cpu := (cpuTime(b) - cpu0) / time.Duration(b.N)
+			b.ReportMetric(cpu.Seconds(), "cpu-s/op")
+			b.ReportMetric(sc.Duration.Seconds()/cpu.Seconds(), "x-real-time-cpu")
+		})
+	}
 }
