@@ -622,6 +622,16 @@ func TestContentCosts(t *testing.T) {
 		})
 	}
 	synctest.Test(t, func(t *testing.T) {
+		// A kind's own first-keyframe bits: the animation covers the
+		// whole screen, 1 Mbit x 0.8.
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) {
+			costs(c)
+			c.Content[0].KeyframeBits = 1e6
+		})
+		frames, _ := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), time.Second/30)
+		require.Equal(t, 20+100_000, frames[0].Bytes)
+	})
+	synctest.Test(t, func(t *testing.T) {
 		// At 1 Mbit/s the first keyframe is as large, and the rate control
 		// skips over a second of frames to pay for it; the first frame
 		// after the skips needs the shift of every version skipped (70 x
@@ -674,6 +684,7 @@ func TestConfigErrors(t *testing.T) {
 		"no kind":     {Content: []encoder.ContentCost{{MotionBits: 1}}},
 		"motion":      {Content: []encoder.ContentCost{{Kind: "video", MotionBits: -1}}},
 		"twice":       {Content: []encoder.ContentCost{{Kind: "video"}, {Kind: "video"}}},
+		"kind's key":  {Content: []encoder.ContentCost{{Kind: "video", KeyframeBits: -1}}},
 	} {
 		_, err := encoder.New(1, cfg)
 		require.ErrorIs(t, err, encoder.ErrConfig, name)

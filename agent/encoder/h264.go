@@ -171,6 +171,12 @@ type ContentCost struct {
 	// 0.25 Mbit/s OpenH264 keeps moving content's frames at 25-95 KB at
 	// 720p and skips nearly all of them, typing's at 0.9-1.8 KB.
 	MinFrameBytes int
+	// KeyframeBits is FirstKeyframeBits for this kind's part of the
+	// screen; zero means FirstKeyframeBits. The screen model's detail is
+	// one scale for every kind, an intra coder's cost is not: OpenH264's
+	// first IDR of the painted animation (detail 0.8) is 50-80 KB at 720p,
+	// of the desktop (0.5) 130-360 KB.
+	KeyframeBits float64
 }
 
 // H264 is the model H.264 encoder.
@@ -328,8 +334,8 @@ func New(seed uint64, cfg Config) (*H264, error) {
 	}
 	var costs []contentCost
 	for i, c := range cfg.Content {
-		if c.Kind == "" || !(c.MotionBits >= 0) {
-			errs = append(errs, fmt.Errorf("content cost %d (%q): need a kind and motion bits >= 0, have %v", i, c.Kind, c.MotionBits))
+		if c.Kind == "" || !(c.MotionBits >= 0) || !(c.KeyframeBits >= 0) {
+			errs = append(errs, fmt.Errorf("content cost %d (%q): need a kind, motion and keyframe bits >= 0, have %v and %v", i, c.Kind, c.MotionBits, c.KeyframeBits))
 		}
 		for _, d := range cfg.Content[:i] {
 			if d.Kind == c.Kind {
@@ -343,7 +349,11 @@ func New(seed uint64, cfg Config) (*H264, error) {
 		case c.MinFrameBytes < 0:
 			least = 0
 		}
-		costs = append(costs, contentCost{kind: c.Kind, motion: c.MotionBits, minBits: 8 * float64(least)})
+		key := c.KeyframeBits
+		if key == 0 {
+			key = cfg.FirstKeyframeBits
+		}
+		costs = append(costs, contentCost{kind: c.Kind, motion: c.MotionBits, minBits: 8 * float64(least), keyBits: key})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, cfg.Name, err)
@@ -493,18 +503,35 @@ func (e *H264) content(allowance float64) float64 {
 	return max(allowance-8*float64(e.overhead), 0)
 }
 
-// keyframe encodes the whole of img.
-func (e *H264) keyframe(img screen.Image, budget float64) float64 {
+// keyframe encodes the whole of img; d, what changed, tells the kinds of
+// its content apart (the whole screen's for a first image).
+func (e *H264) keyframe(img screen.Image, d screen.Delta, budget float64) float64 {
 	e.need = e.full * img.Whole
 	allowance := max(e.content(e.keyFactor*budget), e.minBits)
-	if !e.have {
+	if !e.have && (e.firstKey > 0 || len(e.costs) > 0) {
 		// The session's first keyframe: its size is the content's, not
 		// the target's (FirstKeyframeBits).
-		allowance = max(allowance, e.firstKey*img.Whole)
+		allowance = max(allowance, e.firstKeyframe(img, d))
 	}
 	e.spent = min(allowance, e.need)
 	e.have, e.last = true, img
 	return e.spent
+}
+
+// firstKeyframe is what the session's first keyframe of img spends:
+// FirstKeyframeBits x img's whole-screen detail, the parts of d's kinds
+// at their own KeyframeBits.
+func (e *H264) firstKeyframe(img screen.Image, d screen.Delta) float64 {
+	bits := e.firstKey * img.Whole
+	for _, k := range d.Kinds {
+		if k.Kind == "" {
+			break
+		}
+		if c, ok := e.cost(k.Kind); ok {
+			bits += (c.keyBits - e.firstKey) * k.Changed * k.Complexity
+		}
+	}
+	return max(bits, 0)
 }
 
 // contentCost is a ContentCost with its defaults filled in.
@@ -512,6 +539,7 @@ type contentCost struct {
 	kind    string
 	motion  float64
 	minBits float64
+	keyBits float64
 }
 
 // cost looks up a kind's costs; false when it has none of its own.
@@ -573,7 +601,7 @@ func (e *H264) Encode(in Input) (Frame, error) {
 	budget := e.budget(now)
 	var bits float64
 	if e.keyReq.Swap(false) || !e.have || in.Delta.From != e.last.Version {
-		bits = e.keyframe(in.Image, budget)
+		bits = e.keyframe(in.Image, in.Delta, budget)
 		f.Keyframe = true
 	} else if a := in.Delta.Changed; a > 0 {
 		fresh, least := e.change(in.Delta)
@@ -605,7 +633,7 @@ func (e *H264) Refine() (Frame, error) {
 	f.Version = e.last.Version
 	var bits float64
 	if e.keyReq.Swap(false) || !e.have {
-		bits = e.keyframe(e.last, budget)
+		bits = e.keyframe(e.last, screen.Delta{}, budget)
 		f.Keyframe = true
 	} else {
 		bits = min(e.content(budget), e.need-e.spent)

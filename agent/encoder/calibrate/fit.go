@@ -133,6 +133,18 @@ func (p Params) withCost(c encoder.ContentCost) Params {
 	return p
 }
 
+// canonical writes a kind's first keyframe equal to the shared one as
+// zero, and leaves out costs that are all zero.
+func (p Params) canonical() Params {
+	for _, c := range p.Content {
+		if c.KeyframeBits == p.FirstKeyframeBits {
+			c.KeyframeBits = 0
+			p = p.withCost(c)
+		}
+	}
+	return p
+}
+
 // Grid is the values Fit tries: every combination of the parameters
 // shared by every content, then, for each kind whose reference made P
 // frames, every combination of that kind's costs.
@@ -141,11 +153,12 @@ type Grid struct {
 	KeyframeFactor    []float64
 	MinFrameBytes     []int
 	FirstKeyframeBits []float64
-	// MotionBits and KindMinFrameBytes are a kind's ContentCost values;
-	// nil MotionBits fits no per-kind cost. A kind whose best is zero
-	// motion and zero smallest frame gets no ContentCost.
+	// MotionBits, KindMinFrameBytes and KeyframeBits are a kind's
+	// ContentCost values; nil fits none. A kind whose best is all zeros
+	// gets no ContentCost.
 	MotionBits        []float64
 	KindMinFrameBytes []int
+	KeyframeBits      []float64
 }
 
 // DefaultGrid spans the model's plausible range: whole-screen needs from
@@ -153,8 +166,9 @@ type Grid struct {
 // smallest frames from none to 40 KB; a first keyframe from the budget's
 // (0) to 16 Mbit for a whole screen at complexity 1 (OpenH264's first IDR
 // hardly depends on the bitrate); motion from none (new content) to 1
-// Mbit for a whole screen moving, and each kind's smallest frame from the
-// shared one (0) or none to 160 KB.
+// Mbit for a whole screen moving, each kind's smallest frame from the
+// shared one (0) or none to 160 KB, and its first keyframe's bits from
+// the shared ones (0) or 0.25 to 16 Mbit.
 var DefaultGrid = Grid{
 	FullScreenBits:    []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
 	KeyframeFactor:    []float64{1, 2, 4, 8},
@@ -162,6 +176,7 @@ var DefaultGrid = Grid{
 	FirstKeyframeBits: []float64{0, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
 	MotionBits:        []float64{0, 8e3, 12e3, 16e3, 24e3, 32e3, 48e3, 64e3, 96e3, 128e3, 192e3, 256e3, 384e3, 512e3, 1e6},
 	KindMinFrameBytes: []int{0, -1, 300, 600, 1200, 2500, 5000, 10000, 20000, 40000, 80000, 160000},
+	KeyframeBits:      []float64{0, 0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
 }
 
 // Errors is how far a model's summaries are from the reference's in one
@@ -236,8 +251,9 @@ func Loss(model, ref []Summary) float64 {
 // Fit searches grid for the parameters whose model, on cases, comes
 // closest to ref (Loss), starting from base's. It searches by
 // coordinates: each shared parameter over its values with the others held,
-// then each kind's costs (its MotionBits and KindMinFrameBytes together) on
-// that kind's cases alone (a case shows one kind, so a kind's costs change
+// then each kind's costs (its MotionBits and KindMinFrameBytes together,
+// where the reference made P frames, then its KeyframeBits) on that
+// kind's cases alone (a case shows one kind, so a kind's costs change
 // nothing else), round after round until a round changes nothing (at most
 // eight). A value replaces the one held only when it lowers the loss, so
 // a parameter the cases cannot see keeps its value. It runs the model once
@@ -286,17 +302,42 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 				return Params{}, 0, err
 			}
 		}
+		// The kinds' first keyframes are held where they are while the
+		// shared one moves (a kind's zero follows it): the shared one
+		// then fits the desktop, and each kind's its own.
+		pinned := best
+		for _, kind := range kindsOf(cases) {
+			c, _ := pinned.cost(kind)
+			if c.KeyframeBits == 0 {
+				c.Kind, c.KeyframeBits = kind, best.FirstKeyframeBits
+				pinned = pinned.withCost(c)
+			}
+		}
 		for _, v := range grid.FirstKeyframeBits {
-			p := best
+			p := pinned
 			p.FirstKeyframeBits = v
-			if err := try(p); err != nil {
+			if err := try(p.canonical()); err != nil {
 				return Params{}, 0, err
 			}
 		}
-		for _, kind := range kindsWithPFrames(cases, ref) {
-			if grid.MotionBits == nil {
-				break
+		// A kind left pinned where the cases cannot see its keyframe (one
+		// whose content comes after the first frame) follows the shared
+		// one again.
+		for _, c := range best.Content {
+			if c.KeyframeBits == 0 {
+				continue
 			}
+			c.KeyframeBits = 0
+			p := best.withCost(c)
+			l, err := loss(p, cases, ref)
+			if err != nil {
+				return Params{}, 0, err
+			}
+			if l <= bestLoss {
+				best, bestLoss = p, l
+			}
+		}
+		for _, kind := range kindsOf(cases) {
 			var kc []Case
 			var kr []Summary
 			for i, c := range cases {
@@ -304,27 +345,41 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 					kc, kr = append(kc, c), append(kr, ref[i])
 				}
 			}
+			kindLoss, err := loss(best, kc, kr)
+			if err != nil {
+				return Params{}, 0, err
+			}
+			// tryKind replaces best by p when p does better on the kind's
+			// cases.
+			tryKind := func(p Params) error {
+				l, err := loss(p, kc, kr)
+				if err == nil && l < kindLoss {
+					best, kindLoss = p, l
+				}
+				return err
+			}
 			mins := grid.KindMinFrameBytes
 			if mins == nil {
 				mins = []int{0}
 			}
-			kindBest, kindLoss := best, math.Inf(1)
-			if kindLoss, err = loss(best, kc, kr); err != nil {
-				return Params{}, 0, err
-			}
-			for _, mo := range grid.MotionBits {
-				for _, mb := range mins {
-					p := best.withCost(encoder.ContentCost{Kind: kind, MotionBits: mo, MinFrameBytes: mb})
-					l, err := loss(p, kc, kr)
-					if err != nil {
-						return Params{}, 0, err
-					}
-					if l < kindLoss {
-						kindBest, kindLoss = p, l
+			if hasPFrames(kr) {
+				from, _ := best.cost(kind)
+				for _, mo := range grid.MotionBits {
+					for _, mb := range mins {
+						if err := tryKind(best.withCost(encoder.ContentCost{Kind: kind, MotionBits: mo, MinFrameBytes: mb, KeyframeBits: from.KeyframeBits})); err != nil {
+							return Params{}, 0, err
+						}
 					}
 				}
 			}
-			best = kindBest
+			from, _ := best.cost(kind)
+			for _, kb := range grid.KeyframeBits {
+				c := from
+				c.Kind, c.KeyframeBits = kind, kb
+				if err := tryKind(best.withCost(c)); err != nil {
+					return Params{}, 0, err
+				}
+			}
 		}
 		if bestLoss, err = loss(best, cases, ref); err != nil {
 			return Params{}, 0, err
@@ -336,16 +391,21 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 	return best, bestLoss, nil
 }
 
-// kindsWithPFrames are the kinds, in the order of cases, for which the reference
-// made P frames: the ones whose costs Fit can see.
-func kindsWithPFrames(cases []Case, ref []Summary) []string {
+// kindsOf lists the kinds of cases in their order.
+func kindsOf(cases []Case) []string {
 	var out []string
-	for i, c := range cases {
-		if ref[i].P > 0 && !slices.Contains(out, c.Kind) {
+	for _, c := range cases {
+		if !slices.Contains(out, c.Kind) {
 			out = append(out, c.Kind)
 		}
 	}
 	return out
+}
+
+// hasPFrames tells whether the reference made P frames in any case: a
+// kind's motion and smallest frame show only there.
+func hasPFrames(ref []Summary) bool {
+	return slices.ContainsFunc(ref, func(s Summary) bool { return s.P > 0 })
 }
 
 // ModelSummaries runs the model of cfg through every case (inside a

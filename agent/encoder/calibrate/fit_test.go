@@ -43,15 +43,15 @@ func TestFitRecoversKnownParameters(t *testing.T) {
 }
 
 // TestFitRecoversContentCosts does the same with the parameters of the
-// model's content costs: an unbudgeted first keyframe, moving kinds and
-// kinds' own smallest frames. The first keyframe shows at the low targets,
+// model's content costs: an unbudgeted first keyframe, moving kinds,
+// kinds' own smallest frames and first keyframes. The first keyframe shows at the low targets,
 // the keyframe factor (on a keyframe beyond the first one's size) at 16
 // Mbit/s, motion at the high targets, the smallest frames at the low ones.
 func TestFitRecoversContentCosts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		want := Params{FullScreenBits: 2e6, KeyframeFactor: 2, MinFrameBytes: 500, FirstKeyframeBits: 0.35e6,
 			Content: []encoder.ContentCost{
-				{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 2500},
+				{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 2500, KeyframeBits: 0.25e6},
 				{Kind: "scrolling", MotionBits: 64e3},
 				{Kind: "typing", MinFrameBytes: 1200},
 			}}
@@ -72,6 +72,7 @@ func TestFitRecoversContentCosts(t *testing.T) {
 			FirstKeyframeBits: []float64{0, 0.25e6, 0.35e6, 0.5e6, 1e6},
 			MotionBits:        []float64{0, 16e3, 32e3, 64e3, 128e3},
 			KindMinFrameBytes: []int{0, -1, 1200, 2500, 5000},
+			KeyframeBits:      []float64{0, 0.25e6, 0.5e6, 1e6},
 		}
 		got, loss, err := Fit(cases, ref, base, grid, 0)
 		require.NoError(t, err)
