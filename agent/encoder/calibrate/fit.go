@@ -167,7 +167,7 @@ type Grid struct {
 // (0) to 16 Mbit for a whole screen at complexity 1 (OpenH264's first IDR
 // hardly depends on the bitrate); motion from none (new content) to 1
 // Mbit for a whole screen moving, each kind's smallest frame from the
-// shared one (0) or none to 160 KB, and its first keyframe's bits from
+// shared one (0) or none to 240 KB, and its first keyframe's bits from
 // the shared ones (0) or 0.25 to 16 Mbit.
 var DefaultGrid = Grid{
 	FullScreenBits:    []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
@@ -175,7 +175,7 @@ var DefaultGrid = Grid{
 	MinFrameBytes:     []int{-1, 100, 300, 600, 1200, 2500, 5000, 10000},
 	FirstKeyframeBits: []float64{0, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
 	MotionBits:        []float64{0, 8e3, 10e3, 12e3, 14e3, 16e3, 20e3, 24e3, 28e3, 32e3, 40e3, 48e3, 56e3, 64e3, 80e3, 96e3, 128e3, 192e3, 256e3, 384e3, 512e3, 1e6},
-	KindMinFrameBytes: []int{0, -1, 300, 600, 1200, 2500, 5000, 10000, 20000, 30000, 40000, 60000, 80000, 120000, 160000},
+	KindMinFrameBytes: []int{0, -1, 300, 600, 1200, 2500, 5000, 10000, 20000, 30000, 40000, 60000, 80000, 120000, 160000, 240000},
 	KeyframeBits:      []float64{0, 0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
 }
 
