@@ -215,6 +215,14 @@ type ContentCost struct {
 // its content needs that much), and the rate control skips frames, as
 // OpenH264's does with frame skipping on, to keep the output at the
 // target: SkipFrame.
+//
+// Content costs (Config.FirstKeyframeBits and Config.Content, none by
+// default) change three of those rules by the kind of content, as the
+// calibration against OpenH264 measured: the session's first keyframe
+// spends FirstKeyframeBits x the detail (a kind's own KeyframeBits for its
+// part) whatever the budget and the need; a moving kind's part of a frame
+// needs its MotionBits per version carried instead of its detail; and the
+// smallest frame is the largest of the kinds' own.
 type H264 struct {
 	name      string
 	hardware  bool
