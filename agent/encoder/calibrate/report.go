@@ -209,13 +209,14 @@ func (r *Report) ParamsTable() string {
 		r.Default.FullScreenBits, r.Fitted.FullScreenBits, r.Default.KeyframeFactor, r.Fitted.KeyframeFactor,
 		minBytes(r.Default.MinFrameBytes), minBytes(r.Fitted.MinFrameBytes), firstBits(r.Default.FirstKeyframeBits), firstBits(r.Fitted.FirstKeyframeBits))
 	for _, k := range r.Options.Kinds {
-		bc, _ := r.Default.cost(k)
+		bc, had := r.Default.cost(k)
 		ac, ok := r.Fitted.cost(k)
-		if _, had := r.Default.cost(k); !ok && !had {
+		if !ok && !had {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s: MotionBits | %s | %s |\n| %s: MinFrameBytes | %s | %s |\n",
-			k, motion(bc.MotionBits), motion(ac.MotionBits), k, kindMin(bc.MinFrameBytes), kindMin(ac.MinFrameBytes))
+		fmt.Fprintf(&b, "| %s: MotionBits | %s | %s |\n| %s: MinFrameBytes | %s | %s |\n| %s: KeyframeBits | %s | %s |\n",
+			k, motion(bc.MotionBits), motion(ac.MotionBits), k, kindMin(bc.MinFrameBytes), kindMin(ac.MinFrameBytes),
+			k, kindKey(bc.KeyframeBits), kindKey(ac.KeyframeBits))
 	}
 	fmt.Fprintf(&b, "| loss (mean squared log ratio) | %.3f | %.3f |\n", r.LossBefore, r.LossAfter)
 	return b.String()
@@ -225,12 +226,12 @@ func (r *Report) ParamsTable() string {
 // errors on it, Markdown.
 func (r *Report) ByKindTable() string {
 	var b strings.Builder
-	b.WriteString("| content | FullScreenBits | KeyframeFactor | MinFrameBytes | FirstKeyframeBits | MotionBits | kind's MinFrameBytes | P-frame size MdAPE | keyframe size MdAPE | skip-rate difference |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| content | FullScreenBits | KeyframeFactor | MinFrameBytes | FirstKeyframeBits | MotionBits | kind's MinFrameBytes | kind's KeyframeBits | P-frame size MdAPE | keyframe size MdAPE | skip-rate difference |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, k := range r.Options.Kinds {
 		p, e := r.ByKind[i], r.ByKindErrors[i]
 		c, _ := p.cost(k)
-		fmt.Fprintf(&b, "| %s | %.3g | %g | %s | %s | %s | %s | %s | %s | %.1f pp |\n", k, p.FullScreenBits, p.KeyframeFactor, minBytes(p.MinFrameBytes),
-			firstBits(p.FirstKeyframeBits), motion(c.MotionBits), kindMin(c.MinFrameBytes), pct(e.PMdAPE), pct(e.IMdAPE), e.SkipDiff)
+		fmt.Fprintf(&b, "| %s | %.3g | %g | %s | %s | %s | %s | %s | %s | %s | %.1f pp |\n", k, p.FullScreenBits, p.KeyframeFactor, minBytes(p.MinFrameBytes),
+			firstBits(p.FirstKeyframeBits), motion(c.MotionBits), kindMin(c.MinFrameBytes), kindKey(c.KeyframeBits), pct(e.PMdAPE), pct(e.IMdAPE), e.SkipDiff)
 	}
 	return b.String()
 }
@@ -245,6 +246,13 @@ func firstBits(v float64) string {
 func motion(v float64) string {
 	if v == 0 {
 		return "new content"
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func kindKey(v float64) string {
+	if v == 0 {
+		return "shared"
 	}
 	return fmt.Sprintf("%.3g", v)
 }
