@@ -598,6 +598,74 @@ func TestClosedEncoderRefuses(t *testing.T) {
 	require.ErrorIs(t, err, encoder.ErrNotOpen)
 }
 
+// With content costs, a moving kind's frames cost its motion bits whatever
+// the target above them, the first keyframe its own size whatever the
+// target, and a kind's own smallest frame holds its frames up at a low
+// target.
+func TestContentCosts(t *testing.T) {
+	costs := func(c *encoder.Config) {
+		c.FirstKeyframeBits = 2e6
+		c.Content = []encoder.ContentCost{{Kind: "animation", MotionBits: 64e3}, {Kind: "typing", MinFrameBytes: 1000}}
+	}
+	for _, bps := range []int{8_000_000, 16_000_000} {
+		synctest.Test(t, func(t *testing.T) {
+			e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { costs(c); c.Bitrate = bps })
+			frames, _ := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), 2*time.Second)
+			require.True(t, frames[0].Keyframe)
+			// 2 Mbit x the animation's detail 0.8, below its need (4 Mbit x 0.8).
+			require.Equal(t, 20+200_000, frames[0].Bytes, "%d bit/s", bps)
+			require.Len(t, frames, 120, "nothing skipped at %d bit/s", bps)
+			for _, f := range frames[1:] {
+				require.Equal(t, 20+8000, f.Bytes, "64 kbit for the whole screen moving one version, at %d bit/s", bps)
+				require.True(t, f.Matched)
+			}
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		// A kind's own first-keyframe bits: the animation covers the
+		// whole screen, 1 Mbit x 0.8.
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) {
+			costs(c)
+			c.Content[0].KeyframeBits = 1e6
+		})
+		frames, _ := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), time.Second/30)
+		require.Equal(t, 20+100_000, frames[0].Bytes)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// At 1 Mbit/s the first keyframe is as large, and the rate control
+		// skips over a second of frames to pay for it; the first frame
+		// after the skips needs the shift of every version skipped (70 x
+		// 8 KB) and is held to its budget, one refresh's (the skips paid
+		// for their time): 1 Mbit/60, headers included.
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { costs(c); c.Bitrate = 1_000_000 })
+		frames, at := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), 3*time.Second)
+		require.Equal(t, 20+200_000, frames[0].Bytes)
+		require.Greater(t, at[1], int64(60), "a second and more of frames skipped")
+		require.Equal(t, 2084, frames[1].Bytes)
+		require.False(t, frames[1].Matched)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// A keystroke of 1% of the screen at detail 0.6 needs 3 KB; at 30
+		// kbit/s its budget is 62 bytes, and typing's own smallest frame
+		// (1000 bytes, the default's would be 300) is what it gets, as a
+		// video's smallest frame, the shared one, is what the video gets.
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { costs(c); c.Bitrate = 30_000 })
+		img := screen.Image{Version: 1, Whole: 0.5}
+		_, err := e.Encode(encoder.Input{Image: img, Delta: screen.Delta{To: 1, Changed: 1, Complexity: 0.5}})
+		require.NoError(t, err)
+		for i, kind := range []string{"typing", "video"} {
+			v := uint64(i + 2)
+			time.Sleep(time.Second / 60)
+			d := screen.Delta{From: v - 1, To: v, Changed: 0.01, Complexity: 0.6}
+			d.Kinds[0] = screen.KindChange{Kind: kind, Changed: 0.01, Complexity: 0.6}
+			f, err := e.Encode(encoder.Input{Image: screen.Image{Version: v, Whole: 0.5}, Delta: d})
+			require.NoError(t, err)
+			want := map[string]int{"typing": 1020, "video": encoder.DefaultMinFrameBytes + 20}[kind]
+			require.Equal(t, want, f.Bytes, kind)
+		}
+	})
+}
+
 func TestConfigErrors(t *testing.T) {
 	_, err := encoder.Preset("x265")
 	require.ErrorIs(t, err, encoder.ErrConfig)
@@ -612,6 +680,11 @@ func TestConfigErrors(t *testing.T) {
 		"span":        {MaxSpan: time.Millisecond},
 		"keyframe":    {KeyframeFactor: 0.5},
 		"bits":        {FullScreenBits: -1},
+		"first":       {FirstKeyframeBits: -1},
+		"no kind":     {Content: []encoder.ContentCost{{MotionBits: 1}}},
+		"motion":      {Content: []encoder.ContentCost{{Kind: "video", MotionBits: -1}}},
+		"twice":       {Content: []encoder.ContentCost{{Kind: "video"}, {Kind: "video"}}},
+		"kind's key":  {Content: []encoder.ContentCost{{Kind: "video", KeyframeBits: -1}}},
 	} {
 		_, err := encoder.New(1, cfg)
 		require.ErrorIs(t, err, encoder.ErrConfig, name)

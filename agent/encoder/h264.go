@@ -133,6 +133,50 @@ type Config struct {
 	// the target bitrate (see SkipFrame); zero means DefaultSkipBuffer,
 	// negative means the rate control never skips.
 	SkipBuffer time.Duration
+	// FirstKeyframeBits is what the first keyframe of a session spends
+	// for a whole screen at complexity 1, whatever the budget: the frame
+	// spends FirstKeyframeBits x the image's whole-screen detail (up to
+	// its need), or its KeyframeFactor budgets if they are more, and the
+	// rate control then skips frames to pay for it (SkipFrame). OpenH264
+	// starts from a quantiser of its own, not from the target: its first
+	// IDR is 50-360 KB at 720p and 106-573 KB at 1080p from 0.25 to 8
+	// Mbit/s alike (docs/codecs.md, "The model calibrated against
+	// OpenH264"). Zero means none: the first keyframe is held to its
+	// budgets like every other.
+	FirstKeyframeBits float64
+	// Content are costs that depend on the kind of content a frame
+	// carries (screen.Delta.Kinds), from the calibration against OpenH264;
+	// a kind not listed is new content at every change, the rule above.
+	Content []ContentCost
+}
+
+// ContentCost is how one kind of screen content costs the encoder.
+type ContentCost struct {
+	// Kind is the screen source's kind (screen.Source.Kind(): "animation",
+	// "scrolling", "video", ...).
+	Kind string
+	// MotionBits makes the kind moving content: content an inter frame
+	// codes as a shift of the picture before it, not as new detail. A
+	// frame of it needs MotionBits x its changed area for every version of
+	// the screen it carries (the shift grows with the versions the rate
+	// control skipped), up to the area's whole detail as new content; zero
+	// means the kind is new content at every change. OpenH264 spends 3.3
+	// KB a frame on the panning animation, 3.6 KB on the video and 7 KB on
+	// scrolling at 720p from 2 to 8 Mbit/s alike (the calibration):
+	// motion compensation codes a shift for little.
+	MotionBits float64
+	// MinFrameBytes is the smallest frame, beyond OverheadBytes, that
+	// changes this kind's content (the largest of the kinds a frame
+	// carries counts); zero means Config.MinFrameBytes, negative none. At
+	// 0.25 Mbit/s OpenH264 keeps moving content's frames at 25-95 KB at
+	// 720p and skips nearly all of them, typing's at 0.9-1.8 KB.
+	MinFrameBytes int
+	// KeyframeBits is FirstKeyframeBits for this kind's part of the
+	// screen; zero means FirstKeyframeBits. The screen model's detail is
+	// one scale for every kind, an intra coder's cost is not: OpenH264's
+	// first IDR of the painted animation (detail 0.8) is 50-80 KB at 720p,
+	// of the desktop (0.5) 130-360 KB.
+	KeyframeBits float64
 }
 
 // H264 is the model H.264 encoder.
@@ -171,6 +215,14 @@ type Config struct {
 // its content needs that much), and the rate control skips frames, as
 // OpenH264's does with frame skipping on, to keep the output at the
 // target: SkipFrame.
+//
+// Content costs (Config.FirstKeyframeBits and Config.Content, none by
+// default) change three of those rules by the kind of content, as the
+// calibration against OpenH264 measured: the session's first keyframe
+// spends FirstKeyframeBits x the detail (a kind's own KeyframeBits for its
+// part) whatever the budget and the need; a moving kind's part of a frame
+// needs its MotionBits per version carried instead of its detail; and the
+// smallest frame is the largest of the kinds' own.
 type H264 struct {
 	name      string
 	hardware  bool
@@ -187,6 +239,8 @@ type H264 struct {
 	old       bool
 	minBits   float64
 	skipAfter time.Duration // the skip threshold as time at the bitrate; <= 0: never
+	firstKey  float64       // FirstKeyframeBits
+	costs     []contentCost // Config.Content, defaults filled in
 
 	bitrate atomic.Int64
 	keyReq  atomic.Bool
@@ -283,6 +337,32 @@ func New(seed uint64, cfg Config) (*H264, error) {
 	if cfg.OpenTime < 0 || cfg.Restart < 0 {
 		errs = append(errs, fmt.Errorf("negative open time %v or restart %v", cfg.OpenTime, cfg.Restart))
 	}
+	if !(cfg.FirstKeyframeBits >= 0) {
+		errs = append(errs, fmt.Errorf("first keyframe bits %v negative", cfg.FirstKeyframeBits))
+	}
+	var costs []contentCost
+	for i, c := range cfg.Content {
+		if c.Kind == "" || !(c.MotionBits >= 0) || !(c.KeyframeBits >= 0) {
+			errs = append(errs, fmt.Errorf("content cost %d (%q): need a kind, motion and keyframe bits >= 0, have %v and %v", i, c.Kind, c.MotionBits, c.KeyframeBits))
+		}
+		for _, d := range cfg.Content[:i] {
+			if d.Kind == c.Kind {
+				errs = append(errs, fmt.Errorf("content cost %d: kind %q listed twice", i, c.Kind))
+			}
+		}
+		least := cfg.MinFrameBytes
+		switch {
+		case c.MinFrameBytes > 0:
+			least = c.MinFrameBytes
+		case c.MinFrameBytes < 0:
+			least = 0
+		}
+		key := c.KeyframeBits
+		if key == 0 {
+			key = cfg.FirstKeyframeBits
+		}
+		costs = append(costs, contentCost{kind: c.Kind, motion: c.MotionBits, minBits: 8 * float64(least), keyBits: key})
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, cfg.Name, err)
 	}
@@ -302,6 +382,8 @@ func New(seed uint64, cfg Config) (*H264, error) {
 		old:         cfg.OldRestartOnBitrateChange,
 		minBits:     8 * float64(cfg.MinFrameBytes),
 		skipAfter:   cfg.SkipBuffer,
+		firstKey:    cfg.FirstKeyframeBits,
+		costs:       costs,
 		gate:        make(chan struct{}, 1),
 		encodeTime:  cfg.EncodeTime.Sampler(seeded.New(seed, cfg.Name, "encode-time")),
 		reconfigure: cfg.Reconfigure.Sampler(seeded.New(seed, cfg.Name, "reconfigure")),
@@ -429,12 +511,87 @@ func (e *H264) content(allowance float64) float64 {
 	return max(allowance-8*float64(e.overhead), 0)
 }
 
-// keyframe encodes the whole of img.
-func (e *H264) keyframe(img screen.Image, budget float64) float64 {
+// keyframe encodes the whole of img; d, what changed, tells the kinds of
+// its content apart (the whole screen's for a first image).
+func (e *H264) keyframe(img screen.Image, d screen.Delta, budget float64) float64 {
 	e.need = e.full * img.Whole
 	e.spent = min(max(e.content(e.keyFactor*budget), e.minBits), e.need)
+	bits := e.spent
+	if !e.have && (e.firstKey > 0 || len(e.costs) > 0) {
+		// The session's first keyframe: its size is the content's, not
+		// the target's (FirstKeyframeBits), and not the picture's need
+		// either: an intra frame at the encoder's starting quantiser may
+		// cost more than the model's match (a 1080p desktop: 290-360 KB
+		// in OpenH264, against a need of 250 KB), the excess buying
+		// nothing the viewer sees.
+		bits = max(bits, e.firstKeyframe(img, d))
+		e.spent = min(bits, e.need)
+	}
 	e.have, e.last = true, img
-	return e.spent
+	return bits
+}
+
+// firstKeyframe is what the session's first keyframe of img spends:
+// FirstKeyframeBits x img's whole-screen detail, the parts of d's kinds
+// at their own KeyframeBits.
+func (e *H264) firstKeyframe(img screen.Image, d screen.Delta) float64 {
+	bits := e.firstKey * img.Whole
+	for _, k := range d.Kinds {
+		if k.Kind == "" {
+			break
+		}
+		if c, ok := e.cost(k.Kind); ok {
+			bits += (c.keyBits - e.firstKey) * k.Changed * k.Complexity
+		}
+	}
+	return max(bits, 0)
+}
+
+// contentCost is a ContentCost with its defaults filled in.
+type contentCost struct {
+	kind    string
+	motion  float64
+	minBits float64
+	keyBits float64
+}
+
+// cost looks up a kind's costs; false when it has none of its own.
+func (e *H264) cost(kind string) (contentCost, bool) {
+	for _, c := range e.costs {
+		if c.kind == kind {
+			return c, true
+		}
+	}
+	return contentCost{}, false
+}
+
+// change is what a frame of d needs to replace its changed area, and the
+// smallest frame that changes it. Without content costs it is the changed
+// area's whole detail and MinFrameBytes, the rule of new content; a
+// moving kind's part needs its motion bits for every version d spans, up
+// to that part's whole detail, and the largest of the kinds' smallest
+// frames counts.
+func (e *H264) change(d screen.Delta) (fresh, least float64) {
+	fresh, least = e.full*d.Changed*d.Complexity, e.minBits
+	if len(e.costs) == 0 {
+		return fresh, least
+	}
+	versions := float64(max(d.To-d.From, 1))
+	for _, k := range d.Kinds {
+		if k.Kind == "" {
+			break
+		}
+		c, ok := e.cost(k.Kind)
+		if !ok {
+			continue
+		}
+		least = max(least, c.minBits)
+		if c.motion > 0 {
+			detail := e.full * k.Changed * k.Complexity
+			fresh += min(c.motion*k.Changed*versions, detail) - detail
+		}
+	}
+	return max(fresh, 0), least
 }
 
 // settle counts a picture within a bit of its need as matching, so that
@@ -457,14 +614,14 @@ func (e *H264) Encode(in Input) (Frame, error) {
 	budget := e.budget(now)
 	var bits float64
 	if e.keyReq.Swap(false) || !e.have || in.Delta.From != e.last.Version {
-		bits = e.keyframe(in.Image, budget)
+		bits = e.keyframe(in.Image, in.Delta, budget)
 		f.Keyframe = true
 	} else if a := in.Delta.Changed; a > 0 {
-		fresh := e.full * a * in.Delta.Complexity
+		fresh, least := e.change(in.Delta)
 		// A change that needs more than the budget costs at least the
 		// smallest frame the encoder makes: the rate control then skips
 		// frames to pay for it (SkipFrame).
-		bits = min(max(e.content(budget), e.minBits), fresh)
+		bits = min(max(e.content(budget), least), fresh)
 		e.need = e.need*(1-a) + fresh
 		e.spent = e.spent*(1-a) + bits
 	}
@@ -489,7 +646,7 @@ func (e *H264) Refine() (Frame, error) {
 	f.Version = e.last.Version
 	var bits float64
 	if e.keyReq.Swap(false) || !e.have {
-		bits = e.keyframe(e.last, budget)
+		bits = e.keyframe(e.last, screen.Delta{}, budget)
 		f.Keyframe = true
 	} else {
 		bits = min(e.content(budget), e.need-e.spent)

@@ -65,6 +65,29 @@ type Delta struct {
 	// Complexity is the area-weighted detail of the changed regions as they
 	// are in version To (0 when nothing changed).
 	Complexity float64
+	// Kinds breaks Changed down by the kind of source that made each
+	// changed cell as it is in version To (Region.Source: "animation",
+	// "typing", SourceDesktop, ...), in the order met walking back from
+	// To; unused entries have an empty Kind. An encoder whose cost
+	// depends on the content reads it: a shifted picture (a pan, a
+	// scroll) costs a motion vector where new text costs its detail. A
+	// fixed array, so that a Delta allocates nothing; cells of kinds
+	// beyond the MaxDeltaKinds-th count in Changed only.
+	Kinds [MaxDeltaKinds]KindChange
+}
+
+// MaxDeltaKinds is how many kinds of source a Delta tells apart: a
+// timeline's phase boundary and the desktop below make two or three.
+const MaxDeltaKinds = 4
+
+// KindChange is the part of a Delta made by one kind of source.
+type KindChange struct {
+	// Kind is the source's kind (Region.Source); empty for an unused entry.
+	Kind string
+	// Changed is the fraction of the screen this kind changed.
+	Changed float64
+	// Complexity is the area-weighted detail of that part.
+	Complexity float64
 }
 
 // Screen is what a capturer sees. Instants are counted from the session
@@ -370,12 +393,46 @@ func (m *Model) Since(prev uint64, t time.Duration) (Image, Delta) {
 	}
 	m.scratch = bitset{}
 	var u detail
+	var kinds [MaxDeltaKinds]kindDetail
 	for v := img.Version; v > prev && u.cells < nCells; v-- {
-		m.union(&m.scratch, m.events[v-1].parts, &u)
+		m.unionKinds(&m.scratch, m.events[v-1].parts, &u, &kinds)
 	}
 	d.Changed = float64(u.cells) / nCells
 	d.Complexity = u.mean()
+	for i, k := range kinds {
+		if k.kind != "" {
+			d.Kinds[i] = KindChange{Kind: k.kind, Changed: float64(k.d.cells) / nCells, Complexity: k.d.mean()}
+		}
+	}
 	return img, d
+}
+
+// kindDetail is the detail of one kind of source's cells in a union.
+type kindDetail struct {
+	kind string
+	d    detail
+}
+
+// unionKinds is union, with the new cells also counted by their source's
+// kind in kinds (the first kinds met; later kinds only in d).
+func (m *Model) unionKinds(b *bitset, parts []part, d *detail, kinds *[MaxDeltaKinds]kindDetail) {
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := &parts[i]
+		n := b.cover(p)
+		d.add(n, p.complexity)
+		if n == 0 {
+			continue
+		}
+		for k := range kinds {
+			if kinds[k].kind == "" {
+				kinds[k].kind = p.source
+			}
+			if kinds[k].kind == p.source {
+				kinds[k].d.add(n, p.complexity)
+				break
+			}
+		}
+	}
 }
 
 // SourceDesktop is the Source of the desktop's region (Model.Version): the

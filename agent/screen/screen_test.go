@@ -49,11 +49,39 @@ func TestFirstImageIsTheDesktop(t *testing.T) {
 	require.Equal(t, Image{}, m.Latest(-time.Nanosecond))
 	img, d := m.Since(0, 0)
 	require.Equal(t, Image{Version: 1, At: 0, Changed: 1, Complexity: DefaultDesktop, Whole: DefaultDesktop}, img)
-	require.Equal(t, Delta{From: 0, To: 1, Changed: 1, Complexity: DefaultDesktop}, d)
+	require.Equal(t, Delta{From: 0, To: 1, Changed: 1, Complexity: DefaultDesktop,
+		Kinds: [MaxDeltaKinds]KindChange{{Kind: SourceDesktop, Changed: 1, Complexity: DefaultDesktop}}}, d)
 	// A still desktop never changes again.
 	require.Equal(t, img, m.Latest(time.Hour))
 	_, ok := m.Next(0)
 	require.False(t, ok)
+}
+
+// TestDeltaByKind checks a delta breaks its change down by the kind of
+// source that made each cell as it is now: the video's window over the
+// desktop, then the typing's lines, each counted once.
+func TestDeltaByKind(t *testing.T) {
+	m := mustNew(t, 1, Config{Timeline: []Phase{
+		{Source: Video{}},
+		{At: time.Second, Source: Script{Changes: []Change{{Regions: []Rect{{X: 0, Y: 0, W: 0.5, H: 0.25}}, Complexity: 0.2}}}},
+	}})
+	_, d := m.Since(0, 2*time.Second)
+	require.Equal(t, 1.0, d.Changed)
+	video := float64(toCells(DefaultVideoRegion).cells()) / nCells
+	script := float64(toCells(Rect{0, 0, 0.5, 0.25}).cells()) / nCells
+	require.Equal(t, "script", d.Kinds[0].Kind)
+	require.InDelta(t, script, d.Kinds[0].Changed, 1e-12)
+	require.Equal(t, 0.2, d.Kinds[0].Complexity)
+	require.Equal(t, "video", d.Kinds[1].Kind)
+	require.InDelta(t, video, d.Kinds[1].Changed, 1e-12)
+	require.Equal(t, DefaultVideoComplexity, d.Kinds[1].Complexity)
+	require.Equal(t, SourceDesktop, d.Kinds[2].Kind)
+	require.InDelta(t, 1-video-script, d.Kinds[2].Changed, 1e-12)
+	require.Empty(t, d.Kinds[3].Kind)
+	// After the first image and before the script, only the video changes.
+	_, d = m.Since(1, 500*time.Millisecond)
+	require.Equal(t, KindChange{Kind: "video", Changed: video, Complexity: DefaultVideoComplexity}, d.Kinds[0])
+	require.Empty(t, d.Kinds[1].Kind)
 }
 
 func TestAnimationChangesTheWholeScreenAtEveryRefresh(t *testing.T) {

@@ -2,7 +2,9 @@ package calibrate
 
 import (
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/encoder"
@@ -76,17 +78,25 @@ type Params struct {
 	KeyframeFactor float64
 	// MinFrameBytes as encoder.Config has it: negative means none.
 	MinFrameBytes int
+	// FirstKeyframeBits as encoder.Config has it: zero means the first
+	// keyframe is held to its budgets.
+	FirstKeyframeBits float64
+	// Content are the per-kind costs, in the order of the kinds fitted
+	// (none: every kind is new content at every change).
+	Content []encoder.ContentCost
 }
 
 // Apply returns cfg with p's values.
 func (p Params) Apply(cfg encoder.Config) encoder.Config {
 	cfg.FullScreenBits, cfg.KeyframeFactor, cfg.MinFrameBytes = p.FullScreenBits, p.KeyframeFactor, p.MinFrameBytes
+	cfg.FirstKeyframeBits, cfg.Content = p.FirstKeyframeBits, p.Content
 	return cfg
 }
 
 // Of reads cfg's parameters, defaults filled in.
 func Of(cfg encoder.Config) Params {
-	p := Params{FullScreenBits: cfg.FullScreenBits, KeyframeFactor: cfg.KeyframeFactor, MinFrameBytes: cfg.MinFrameBytes}
+	p := Params{FullScreenBits: cfg.FullScreenBits, KeyframeFactor: cfg.KeyframeFactor, MinFrameBytes: cfg.MinFrameBytes,
+		FirstKeyframeBits: cfg.FirstKeyframeBits, Content: slices.Clone(cfg.Content)}
 	if p.FullScreenBits == 0 {
 		p.FullScreenBits = encoder.DefaultFullScreenBits
 	}
@@ -99,21 +109,74 @@ func Of(cfg encoder.Config) Params {
 	return p
 }
 
-// Grid is the values Fit tries, every combination.
+// cost returns p's cost of a kind, and false when it has none.
+func (p Params) cost(kind string) (encoder.ContentCost, bool) {
+	for _, c := range p.Content {
+		if c.Kind == kind {
+			return c, true
+		}
+	}
+	return encoder.ContentCost{}, false
+}
+
+// withCost returns p with c as its kind's cost, in place of any other.
+func (p Params) withCost(c encoder.ContentCost) Params {
+	out := slices.DeleteFunc(slices.Clone(p.Content), func(d encoder.ContentCost) bool { return d.Kind == c.Kind })
+	if c != (encoder.ContentCost{Kind: c.Kind}) {
+		out = append(out, c)
+		slices.SortFunc(out, func(a, b encoder.ContentCost) int { return strings.Compare(a.Kind, b.Kind) })
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	p.Content = out
+	return p
+}
+
+// canonical writes a kind's first keyframe equal to the shared one as
+// zero, and leaves out costs that are all zero.
+func (p Params) canonical() Params {
+	for _, c := range p.Content {
+		if c.KeyframeBits == p.FirstKeyframeBits {
+			c.KeyframeBits = 0
+			p = p.withCost(c)
+		}
+	}
+	return p
+}
+
+// Grid is the values Fit tries: every combination of the parameters
+// shared by every content, then, for each kind whose reference made P
+// frames, every combination of that kind's costs.
 type Grid struct {
-	FullScreenBits []float64
-	KeyframeFactor []float64
-	MinFrameBytes  []int
+	FullScreenBits    []float64
+	KeyframeFactor    []float64
+	MinFrameBytes     []int
+	FirstKeyframeBits []float64
+	// MotionBits, KindMinFrameBytes and KeyframeBits are a kind's
+	// ContentCost values; nil fits none. A kind whose best is all zeros
+	// gets no ContentCost.
+	MotionBits        []float64
+	KindMinFrameBytes []int
+	KeyframeBits      []float64
 }
 
 // DefaultGrid spans the model's plausible range: whole-screen needs from
-// 0.25 to 16 Mbit in steps of about 1.4, keyframes of 1 to 128 budgets
-// (OpenH264's first IDR hardly depends on the bitrate), and smallest frames
-// from none to 40 KB.
+// 0.25 to 16 Mbit in steps of about 1.4, keyframes of 1 to 8 budgets, and
+// smallest frames from none to 40 KB; a first keyframe from the budget's
+// (0) to 16 Mbit for a whole screen at complexity 1 (OpenH264's first IDR
+// hardly depends on the bitrate); motion from none (new content) to 1
+// Mbit for a whole screen moving, each kind's smallest frame from the
+// shared one (0) or none to 240 KB, and its first keyframe's bits from
+// the shared ones (0) or 0.25 to 16 Mbit.
 var DefaultGrid = Grid{
-	FullScreenBits: []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
-	KeyframeFactor: []float64{1, 2, 4, 8, 16, 32, 64, 128},
-	MinFrameBytes:  []int{-1, 100, 300, 600, 1200, 2500, 5000, 10000, 20000, 40000},
+	FullScreenBits:    []float64{0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
+	KeyframeFactor:    []float64{1, 2, 4, 8},
+	MinFrameBytes:     []int{-1, 100, 300, 600, 1200, 2500, 5000, 10000},
+	FirstKeyframeBits: []float64{0, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
+	MotionBits:        []float64{0, 8e3, 10e3, 12e3, 14e3, 16e3, 20e3, 24e3, 28e3, 32e3, 40e3, 48e3, 56e3, 64e3, 80e3, 96e3, 128e3, 192e3, 256e3, 384e3, 512e3, 1e6},
+	KindMinFrameBytes: []int{0, -1, 300, 600, 1200, 2500, 5000, 10000, 20000, 30000, 40000, 60000, 80000, 120000, 160000, 240000},
+	KeyframeBits:      []float64{0, 0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
 }
 
 // Errors is how far a model's summaries are from the reference's in one
@@ -186,26 +249,163 @@ func Loss(model, ref []Summary) float64 {
 }
 
 // Fit searches grid for the parameters whose model, on cases, comes
-// closest to ref (Loss), starting from base's other fields; ties go to the
-// first found. It runs the model once per combination, so it must be
-// called inside a synctest bubble.
+// closest to ref (Loss), starting from base's. It searches by
+// coordinates: each shared parameter over its values with the others held,
+// then each kind's costs (its MotionBits and KindMinFrameBytes together,
+// where the reference made P frames, then its KeyframeBits) on that
+// kind's cases alone (a case shows one kind, so a kind's costs change
+// nothing else), round after round until a round changes nothing (at most
+// eight). A value replaces the one held only when it lowers the loss, so
+// a parameter the cases cannot see keeps its value. It runs the model once
+// per value tried, so it must be called inside a synctest bubble.
 func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup time.Duration) (Params, float64, error) {
-	best, bestLoss := Params{}, math.Inf(1)
-	for _, fb := range grid.FullScreenBits {
-		for _, kf := range grid.KeyframeFactor {
-			for _, mb := range grid.MinFrameBytes {
-				p := Params{FullScreenBits: fb, KeyframeFactor: kf, MinFrameBytes: mb}
-				sums, err := ModelSummaries(cases, p.Apply(base), warmup)
-				if err != nil {
-					return Params{}, 0, err
+	loss := func(p Params, cs []Case, rs []Summary) (float64, error) {
+		sums, err := ModelSummaries(cs, p.Apply(base), warmup)
+		if err != nil {
+			return 0, err
+		}
+		return Loss(sums, rs), nil
+	}
+	best := Of(base)
+	bestLoss, err := loss(best, cases, ref)
+	if err != nil {
+		return Params{}, 0, err
+	}
+	// try replaces best by p when p does better on cases.
+	try := func(p Params) error {
+		l, err := loss(p, cases, ref)
+		if err == nil && l < bestLoss {
+			best, bestLoss = p, l
+		}
+		return err
+	}
+	for round := 0; round < 8; round++ {
+		before := best
+		for _, v := range grid.FullScreenBits {
+			p := best
+			p.FullScreenBits = v
+			if err := try(p); err != nil {
+				return Params{}, 0, err
+			}
+		}
+		for _, v := range grid.KeyframeFactor {
+			p := best
+			p.KeyframeFactor = v
+			if err := try(p); err != nil {
+				return Params{}, 0, err
+			}
+		}
+		for _, v := range grid.MinFrameBytes {
+			p := best
+			p.MinFrameBytes = v
+			if err := try(p); err != nil {
+				return Params{}, 0, err
+			}
+		}
+		// The kinds' first keyframes are held where they are while the
+		// shared one moves (a kind's zero follows it): the shared one
+		// then fits the desktop, and each kind's its own.
+		pinned := best
+		for _, kind := range kindsOf(cases) {
+			c, _ := pinned.cost(kind)
+			if c.KeyframeBits == 0 {
+				c.Kind, c.KeyframeBits = kind, best.FirstKeyframeBits
+				pinned = pinned.withCost(c)
+			}
+		}
+		for _, v := range grid.FirstKeyframeBits {
+			p := pinned
+			p.FirstKeyframeBits = v
+			if err := try(p.canonical()); err != nil {
+				return Params{}, 0, err
+			}
+		}
+		// A kind left pinned where the cases cannot see its keyframe (one
+		// whose content comes after the first frame) follows the shared
+		// one again.
+		for _, c := range best.Content {
+			if c.KeyframeBits == 0 {
+				continue
+			}
+			c.KeyframeBits = 0
+			p := best.withCost(c)
+			l, err := loss(p, cases, ref)
+			if err != nil {
+				return Params{}, 0, err
+			}
+			if l <= bestLoss {
+				best, bestLoss = p, l
+			}
+		}
+		for _, kind := range kindsOf(cases) {
+			var kc []Case
+			var kr []Summary
+			for i, c := range cases {
+				if c.Kind == kind {
+					kc, kr = append(kc, c), append(kr, ref[i])
 				}
-				if l := Loss(sums, ref); l < bestLoss {
-					best, bestLoss = p, l
+			}
+			kindLoss, err := loss(best, kc, kr)
+			if err != nil {
+				return Params{}, 0, err
+			}
+			// tryKind replaces best by p when p does better on the kind's
+			// cases.
+			tryKind := func(p Params) error {
+				l, err := loss(p, kc, kr)
+				if err == nil && l < kindLoss {
+					best, kindLoss = p, l
+				}
+				return err
+			}
+			mins := grid.KindMinFrameBytes
+			if mins == nil {
+				mins = []int{0}
+			}
+			if hasPFrames(kr) {
+				from, _ := best.cost(kind)
+				for _, mo := range grid.MotionBits {
+					for _, mb := range mins {
+						if err := tryKind(best.withCost(encoder.ContentCost{Kind: kind, MotionBits: mo, MinFrameBytes: mb, KeyframeBits: from.KeyframeBits})); err != nil {
+							return Params{}, 0, err
+						}
+					}
+				}
+			}
+			from, _ := best.cost(kind)
+			for _, kb := range grid.KeyframeBits {
+				c := from
+				c.Kind, c.KeyframeBits = kind, kb
+				if err := tryKind(best.withCost(c)); err != nil {
+					return Params{}, 0, err
 				}
 			}
 		}
+		if bestLoss, err = loss(best, cases, ref); err != nil {
+			return Params{}, 0, err
+		}
+		if reflect.DeepEqual(before, best) {
+			break
+		}
 	}
 	return best, bestLoss, nil
+}
+
+// kindsOf lists the kinds of cases in their order.
+func kindsOf(cases []Case) []string {
+	var out []string
+	for _, c := range cases {
+		if !slices.Contains(out, c.Kind) {
+			out = append(out, c.Kind)
+		}
+	}
+	return out
+}
+
+// hasPFrames tells whether the reference made P frames in any case: a
+// kind's motion and smallest frame show only there.
+func hasPFrames(ref []Summary) bool {
+	return slices.ContainsFunc(ref, func(s Summary) bool { return s.P > 0 })
 }
 
 // ModelSummaries runs the model of cfg through every case (inside a

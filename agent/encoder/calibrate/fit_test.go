@@ -22,8 +22,7 @@ func TestFitRecoversKnownParameters(t *testing.T) {
 				cases = append(cases, Case{Kind: kind, Bitrate: bps, Length: time.Second})
 			}
 		}
-		base, err := encoder.Preset(encoder.PresetOpenH264Asm)
-		require.NoError(t, err)
+		base := encoder.Config{} // the model without content costs, whatever the presets hold
 		ref, err := ModelSummaries(cases, want.Apply(base), 0)
 		require.NoError(t, err)
 		grid := Grid{
@@ -39,6 +38,50 @@ func TestFitRecoversKnownParameters(t *testing.T) {
 		def, err := ModelSummaries(cases, base, 0)
 		require.NoError(t, err)
 		require.Greater(t, Loss(def, ref), 0.01)
+	})
+}
+
+// TestFitRecoversContentCosts does the same with the parameters of the
+// model's content costs: an unbudgeted first keyframe, moving kinds,
+// kinds' own smallest frames and first keyframes. The first keyframe shows at the low targets,
+// the keyframe factor (on a keyframe beyond the first one's size) at 16
+// Mbit/s, motion at the high targets, the smallest frames at the low ones.
+func TestFitRecoversContentCosts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		want := Params{FullScreenBits: 2e6, KeyframeFactor: 2, MinFrameBytes: 500, FirstKeyframeBits: 0.35e6,
+			Content: []encoder.ContentCost{
+				{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 2500, KeyframeBits: 0.25e6},
+				{Kind: "scrolling", MotionBits: 64e3},
+				{Kind: "typing", MinFrameBytes: 1200},
+			}}
+		var cases []Case
+		for _, kind := range []string{"animation", "typing", "scrolling", "photo"} {
+			for _, bps := range []int{100_000, 1_000_000, 8_000_000, 16_000_000} {
+				cases = append(cases, Case{Kind: kind, Bitrate: bps, Length: 2 * time.Second})
+			}
+		}
+		base := encoder.Config{} // the model without content costs, whatever the presets hold
+		ref, err := ModelSummaries(cases, want.Apply(base), 0)
+		require.NoError(t, err)
+		grid := Grid{
+			FullScreenBits:    []float64{0.5e6, 1e6, 2e6, 4e6, 8e6},
+			KeyframeFactor:    []float64{1, 2, 4, 8},
+			MinFrameBytes:     []int{-1, 100, 300, 500, 1200},
+			FirstKeyframeBits: []float64{0, 0.25e6, 0.35e6, 0.5e6, 1e6},
+			MotionBits:        []float64{0, 16e3, 32e3, 64e3, 128e3},
+			KindMinFrameBytes: []int{0, -1, 1200, 2500, 5000},
+			KeyframeBits:      []float64{0, 0.25e6, 0.5e6, 1e6},
+		}
+		got, loss, err := Fit(cases, ref, base, grid, 0)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Zero(t, loss)
+		// Without the content costs the model is measurably off.
+		plain := want
+		plain.FirstKeyframeBits, plain.Content = 0, nil
+		sums, err := ModelSummaries(cases, plain.Apply(base), 0)
+		require.NoError(t, err)
+		require.Greater(t, Loss(sums, ref), 0.01)
 	})
 }
 

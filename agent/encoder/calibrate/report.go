@@ -203,22 +203,65 @@ func pct(v float64) string {
 
 // ParamsTable is the parameters before and after, Markdown.
 func (r *Report) ParamsTable() string {
-	return fmt.Sprintf("| parameter | before | fitted |\n|---|---|---|\n"+
-		"| FullScreenBits | %.3g | %.3g |\n| KeyframeFactor | %g | %g |\n| MinFrameBytes | %s | %s |\n| loss (mean squared log ratio) | %.3f | %.3f |\n",
+	var b strings.Builder
+	fmt.Fprintf(&b, "| parameter | before | fitted |\n|---|---|---|\n"+
+		"| FullScreenBits | %.3g | %.3g |\n| KeyframeFactor | %g | %g |\n| MinFrameBytes | %s | %s |\n| FirstKeyframeBits | %s | %s |\n",
 		r.Default.FullScreenBits, r.Fitted.FullScreenBits, r.Default.KeyframeFactor, r.Fitted.KeyframeFactor,
-		minBytes(r.Default.MinFrameBytes), minBytes(r.Fitted.MinFrameBytes), r.LossBefore, r.LossAfter)
+		minBytes(r.Default.MinFrameBytes), minBytes(r.Fitted.MinFrameBytes), firstBits(r.Default.FirstKeyframeBits), firstBits(r.Fitted.FirstKeyframeBits))
+	for _, k := range r.Options.Kinds {
+		bc, had := r.Default.cost(k)
+		ac, ok := r.Fitted.cost(k)
+		if !ok && !had {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s: MotionBits | %s | %s |\n| %s: MinFrameBytes | %s | %s |\n| %s: KeyframeBits | %s | %s |\n",
+			k, motion(bc.MotionBits), motion(ac.MotionBits), k, kindMin(bc.MinFrameBytes), kindMin(ac.MinFrameBytes),
+			k, kindKey(bc.KeyframeBits), kindKey(ac.KeyframeBits))
+	}
+	fmt.Fprintf(&b, "| loss (mean squared log ratio) | %.3f | %.3f |\n", r.LossBefore, r.LossAfter)
+	return b.String()
 }
 
 // ByKindTable is the parameters fitted to each kind alone and their
 // errors on it, Markdown.
 func (r *Report) ByKindTable() string {
 	var b strings.Builder
-	b.WriteString("| content | FullScreenBits | KeyframeFactor | MinFrameBytes | P-frame size MdAPE | keyframe size MdAPE | skip-rate difference |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| content | FullScreenBits | KeyframeFactor | MinFrameBytes | FirstKeyframeBits | MotionBits | kind's MinFrameBytes | kind's KeyframeBits | P-frame size MdAPE | keyframe size MdAPE | skip-rate difference |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, k := range r.Options.Kinds {
 		p, e := r.ByKind[i], r.ByKindErrors[i]
-		fmt.Fprintf(&b, "| %s | %.3g | %g | %s | %s | %s | %.1f pp |\n", k, p.FullScreenBits, p.KeyframeFactor, minBytes(p.MinFrameBytes), pct(e.PMdAPE), pct(e.IMdAPE), e.SkipDiff)
+		c, _ := p.cost(k)
+		fmt.Fprintf(&b, "| %s | %.3g | %g | %s | %s | %s | %s | %s | %s | %s | %.1f pp |\n", k, p.FullScreenBits, p.KeyframeFactor, minBytes(p.MinFrameBytes),
+			firstBits(p.FirstKeyframeBits), motion(c.MotionBits), kindMin(c.MinFrameBytes), kindKey(c.KeyframeBits), pct(e.PMdAPE), pct(e.IMdAPE), e.SkipDiff)
 	}
 	return b.String()
+}
+
+func firstBits(v float64) string {
+	if v == 0 {
+		return "budgeted"
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func motion(v float64) string {
+	if v == 0 {
+		return "new content"
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func kindKey(v float64) string {
+	if v == 0 {
+		return "shared"
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func kindMin(v int) string {
+	if v == 0 {
+		return "shared"
+	}
+	return minBytes(v)
 }
 
 func minBytes(v int) string {
