@@ -167,10 +167,12 @@ func linkTotals(res *Result) result.LinkTotals {
 		up0, down0 = res.Samples[0].Uplink, res.Samples[0].Downlink
 		up, down = res.Samples[n-1].Uplink, res.Samples[n-1].Downlink
 	}
-	return result.LinkTotals{Up: linkTotal(up0, up), Down: linkTotal(down0, down)}
+	return result.LinkTotals{Up: LinkTotal(up0, up), Down: LinkTotal(down0, down)}
 }
 
-func linkTotal(from, to netem.Stats) result.LinkTotal {
+// LinkTotal is what a link carried, dropped and queued between two
+// readings of its counters: a result's link totals (lab vnc's runs too).
+func LinkTotal(from, to netem.Stats) result.LinkTotal {
 	t := result.LinkTotal{
 		OfferedPackets:   to.Offered.Packets - from.Offered.Packets,
 		OfferedBytes:     to.Offered.Bytes - from.Offered.Bytes,

@@ -67,7 +67,7 @@ func record(cfg Config, o *observed, samples []linkSample, interrupted string) *
 	r.Frames, r.Events = frameRecords(o)
 	r.Series = series(r, o, samples)
 	if n := len(samples); n > 0 {
-		r.Links = result.LinkTotals{Up: linkTotal(samples[0].up, samples[n-1].up), Down: linkTotal(samples[0].down, samples[n-1].down)}
+		r.Links = result.LinkTotals{Up: lab.LinkTotal(samples[0].up, samples[n-1].up), Down: lab.LinkTotal(samples[0].down, samples[n-1].down)}
 	}
 	r.Summary = measure.Summarise(r)
 	return r
@@ -153,26 +153,6 @@ func linkPoint(prev, cur netem.Stats, secs float64) result.LinkPoint {
 		lp.QueueDelay = (cur.Queued.Total - prev.Queued.Total) / time.Duration(n)
 	}
 	return lp
-}
-
-func linkTotal(from, to netem.Stats) result.LinkTotal {
-	t := result.LinkTotal{
-		OfferedPackets:   to.Offered.Packets - from.Offered.Packets,
-		OfferedBytes:     to.Offered.Bytes - from.Offered.Bytes,
-		DeliveredPackets: to.Delivered.Packets - from.Delivered.Packets,
-		DeliveredBytes:   to.Delivered.Bytes - from.Delivered.Bytes,
-		Dropped:          map[string]uint64{},
-		QueueMax:         to.Queued.Max,
-	}
-	for reason, c := range to.Dropped {
-		if n := c.Packets - from.Dropped[reason].Packets; n > 0 {
-			t.Dropped[string(reason)] = n
-		}
-	}
-	if n := to.Queued.Packets - from.Queued.Packets; n > 0 {
-		t.QueueMean = (to.Queued.Total - from.Queued.Total) / time.Duration(n)
-	}
-	return t
 }
 
 // linkSample is the links' counters at an instant.
