@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -197,7 +196,7 @@ func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellS
 		return &cmdExit{code: 128 + int(s), signal: s}, errors.Join(pair.Close(), capt.finish(pair))
 	default:
 	}
-	done, err := startPinned(cmd)
+	done, err := kernel.StartPinned(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
@@ -221,7 +220,8 @@ wait:
 	for {
 		var sig os.Signal
 		select {
-		case ex = <-done:
+		case <-done:
+			ex = exitOf(cmd.ProcessState)
 			break wait
 		case sig = <-sigs:
 		case <-ctxDone:
@@ -281,27 +281,6 @@ wait:
 		closeErr = fmt.Errorf("shell: %w", closeErr)
 	}
 	return &ex, closeErr
-}
-
-// startPinned starts cmd on a goroutine locked to its OS thread until cmd
-// ends: the parent-death signal (Pdeathsig) follows the thread that
-// started the child, not the process, and a thread that a goroutine left
-// locked (as the kernel package's namespace switches do) ends with it.
-func startPinned(cmd *exec.Cmd) (<-chan cmdExit, error) {
-	started := make(chan error, 1)
-	done := make(chan cmdExit, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread() // never switched anywhere: the thread may be reused
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait() // an exit status that is not 0 is CMD's business
-		done <- exitOf(cmd.ProcessState)
-	}()
-	return done, <-started
 }
 
 // inForeground tells whether the shell's process group holds its terminal:

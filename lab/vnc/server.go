@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
+	"github.com/nuvirahub/latencylab/netem/kernel"
 )
 
 // The servers lab vnc knows.
@@ -103,29 +104,15 @@ type Server struct {
 // proc is a server program and the end of its goroutine's wait.
 type proc struct {
 	cmd  *exec.Cmd
-	done chan struct{}
+	done <-chan struct{}
 }
 
-// launch starts cmd from a goroutine locked to its OS thread until cmd
-// ends: the parent-death signal (Pdeathsig) follows the thread that
-// started the child, and the kernel mode ends threads (those its
-// namespace switches leave locked), which would kill a server started
-// from one that a switch later takes.
+// launch starts cmd with kernel.StartPinned: the kernel mode's namespace
+// switches end the threads they leave locked, and a server started from
+// one would die with it (its parent-death signal follows the thread).
 func (s *Server) launch(cmd *exec.Cmd) error {
-	started := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread() // never switched anywhere: the thread may be reused
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait() // how a server ends is Close's business
-		close(done)
-	}()
-	if err := <-started; err != nil {
+	done, err := kernel.StartPinned(cmd)
+	if err != nil {
 		return err
 	}
 	s.procs = append(s.procs, proc{cmd: cmd, done: done})
