@@ -583,6 +583,9 @@ func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
 			return cfg, err
 		}
 	}
+	if a.FrameSizes == "budget" {
+		sw = encoder.Budgeted(sw)
+	}
 	// Every encoder starts at the controller's first bitrate. The agent
 	// sets it itself only on the software fallback: a hardware encoder left
 	// at its own default would see a bitrate change at its first frame,

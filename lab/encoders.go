@@ -30,6 +30,7 @@ func EncoderPresets() []scenarios.EncoderPreset {
 		if cfg, err := encoder.Preset(name); err == nil {
 			p := scenarios.EncoderPreset{Name: name, Hardware: cfg.Hardware,
 				Lossless: strings.HasPrefix(name, lossless.PresetPrefix)}
+			p.Real = p.Lossless || IsRealEncoder(name)
 			if IsRealEncoder(name) {
 				if err := openh264.Available(); err != nil {
 					p.Missing = err.Error()

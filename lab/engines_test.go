@@ -333,7 +333,8 @@ func engineMediaSession(seed uint64) Session {
 	return Session{
 		Seed: seed, Duration: engineMediaDuration, Lead: HandshakeLead,
 		Uplink: netem.DocumentedBadLink(), Downlink: netem.DocumentedBadLink(),
-		Agent: agent.Config{Controller: agent.Fixed{Bps: engineMediaBps}},
+		// The budget's sizes: a video at the bitrate, whatever the content.
+		Agent: agent.Config{Controller: agent.Fixed{Bps: engineMediaBps}, Software: budgetPreset()},
 	}
 }
 

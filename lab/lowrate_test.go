@@ -37,7 +37,7 @@ func TestLowBitrateFrameSkipping(t *testing.T) {
 	for _, target := range []int64{50_000, 100_000} {
 		sc := &scenarios.Scenario{Name: "low", Seed: 1, Duration: 30 * time.Second,
 			Network:    both(scenarios.Phase{Delay: 20 * ms, Rate: 100_000}),
-			Controller: scenarios.Controller{Kind: "fixed", Bitrate: target}}
+			Controller: scenarios.Controller{Kind: "fixed", Bitrate: target}, Agent: budget}
 		r := runScenario(t, sc)
 		var l lowRate
 		var frames, bytes int

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/agent"
+	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
@@ -32,6 +33,20 @@ func runScenario(t *testing.T, sc *scenarios.Scenario) *result.Run {
 		require.NoError(t, err)
 	})
 	return res
+}
+
+// budget is the agent of a test that needs a video at its target bitrate
+// whatever the content: the H.264 model's budget sizes, not OpenH264's
+// calibrated ones.
+var budget = scenarios.Agent{FrameSizes: "budget"}
+
+// budgetPreset is the default software encoder with the budget's sizes.
+func budgetPreset() encoder.Config {
+	c, err := encoder.Preset(encoder.PresetOpenH264Asm)
+	if err != nil {
+		panic(err)
+	}
+	return encoder.Budgeted(c)
 }
 
 // ms shortens the tests' durations.
@@ -61,7 +76,7 @@ func both(ph ...scenarios.Phase) scenarios.Network {
 // every packet sent from 2 s on, however long the handshake took.
 func TestRunTimelineChangesTheLinkAtItsInstant(t *testing.T) {
 	const change = 2 * time.Second
-	sc := &scenarios.Scenario{Name: "timeline", Seed: 1, Duration: 4 * time.Second,
+	sc := &scenarios.Scenario{Name: "timeline", Seed: 1, Duration: 4 * time.Second, Agent: budget,
 		Network: scenarios.Network{
 			Up:   []scenarios.Phase{{Delay: 10 * ms}},
 			Down: []scenarios.Phase{{Delay: 10 * ms}, {At: change, Delay: 60 * ms}},
@@ -218,8 +233,8 @@ func TestRunRecordsTheScreen(t *testing.T) {
 func TestRunLowBitrateSkipsFrames(t *testing.T) {
 	for _, captureFirst := range []bool{false, true} {
 		sc := &scenarios.Scenario{Name: "low", Seed: 1, Duration: 6 * time.Second, Network: both(lanPhase()),
-			Controller: scenarios.Controller{Kind: "fixed", Bitrate: 50_000},
-			Switches:   scenarios.Switches{OldCaptureFirst: captureFirst}}
+			Controller: scenarios.Controller{Kind: "fixed", Bitrate: 50_000}, Agent: budget,
+			Switches: scenarios.Switches{OldCaptureFirst: captureFirst}}
 		r := runScenario(t, sc)
 		skipped := measured(t, r, "frames.skipped.rate-control", 0, 0)
 		fps := measured(t, r, "fps", 2*time.Second, 0)
@@ -239,7 +254,7 @@ func TestRunLowBitrateSkipsFrames(t *testing.T) {
 func TestRunN8SendCapSkips(t *testing.T) {
 	slow := scenarios.Phase{Delay: 10 * ms, Rate: 2_000_000}
 	sc := &scenarios.Scenario{Name: "n8-cap", Findings: []string{"N8"}, Seed: 1, Duration: 10 * time.Second,
-		Network: both(slow), Controller: scenarios.Controller{Kind: "fixed", Bitrate: 10_000_000}}
+		Network: both(slow), Controller: scenarios.Controller{Kind: "fixed", Bitrate: 10_000_000}, Agent: budget}
 	r := runScenario(t, sc)
 	skipped := measured(t, r, "frames.skipped.send-cap", 0, 0)
 	require.Positive(t, skipped)

@@ -26,6 +26,7 @@ func home(d time.Duration, traffic ...scenarios.Flow) *scenarios.Scenario {
 			Up:   []scenarios.Phase{{Delay: 15 * ms, Rate: 5_000_000, Queue: q}},
 		},
 		Controller: scenarios.Controller{Kind: "abr", Max: 8_000_000},
+		Agent:      budget,
 		Traffic:    traffic,
 	}
 }

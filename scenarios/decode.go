@@ -72,6 +72,12 @@ func (d *decoder) fileOf(n *yaml.Node) string {
 	return d.file
 }
 
+// inherited tells whether a field's value came from the defaults file.
+func (d *decoder) inherited(field string) bool {
+	l, ok := d.where[field]
+	return ok && d.fromDefaults[l.node]
+}
+
 // fail reports a mistake in the value n written at p.
 func (d *decoder) fail(n *yaml.Node, p fpath, msg string) {
 	d.failed[p.canon] = true

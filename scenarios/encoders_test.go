@@ -7,8 +7,8 @@ package scenarios
 func init() {
 	SetEncoders([]EncoderPreset{
 		{Name: "busy-pc"}, {Name: "openh264"}, {Name: "openh264-asm"},
-		{Name: "openh264-real"}, {Name: "openh264-real-1080p"}, {Name: "openh264-real-noskip"},
-		{Name: "lossless-hextile", Lossless: true}, {Name: "lossless-tile", Lossless: true}, {Name: "lossless-zrle", Lossless: true},
+		{Name: "openh264-real", Real: true}, {Name: "openh264-real-1080p", Real: true}, {Name: "openh264-real-noskip", Real: true},
+		{Name: "lossless-hextile", Lossless: true, Real: true}, {Name: "lossless-tile", Lossless: true, Real: true}, {Name: "lossless-zrle", Lossless: true, Real: true},
 		{Name: "nvenc", Hardware: true}, {Name: "quicksync", Hardware: true},
 	})
 }

@@ -149,6 +149,7 @@ var nameLists = map[string]func() []string{
 	"measurements":  measureNames,
 	"flows":         func() []string { return FlowKinds },
 	"directions":    func() []string { return Directions },
+	"framesizes":    func() []string { return FrameSizes },
 	"congestions":   func() []string { return Congestions },
 }
 

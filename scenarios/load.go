@@ -68,6 +68,13 @@ func decodeFile(file string, data []byte, defaultsFile string, defaults []byte) 
 	}
 	d := newDecoder(file, defaultsFile, under, errs)
 	s := d.scenario(merge(root, under))
+	// A real encoder's frames are its own bytes: the frame sizes a defaults
+	// file gives every scenario beneath it (the library's budget) do not
+	// apply to it, and its scenario need not take them away. Written in
+	// the scenario's own file, they are a mistake the validation reports.
+	if s.Agent.FrameSizes != "" && IsRealPreset(s.Agent.Encoder) && d.inherited("agent.frame_sizes") {
+		s.Agent.FrameSizes = ""
+	}
 	validate(s, d.report)
 	if err := errs.err(); err != nil {
 		return nil, d, err

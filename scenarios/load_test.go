@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"io/fs"
+	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -27,7 +28,13 @@ func TestLibrary(t *testing.T) {
 	link := []Phase{{Delay: 250 * time.Microsecond, Rate: 1_000_000_000}}
 	require.Equal(t, Network{Up: link, Down: link}, lan.Network)
 	require.Equal(t, []ScreenPhase{{Source: "animation"}}, lan.Screen)
-	require.Equal(t, Agent{Encoder: "openh264-asm", Refresh: 60}, lan.Agent)
+	require.Equal(t, Agent{Encoder: "openh264-asm", FrameSizes: "budget", Refresh: 60}, lan.Agent)
+	// The defaults' frame sizes are the H.264 model's: a scenario whose
+	// encoder is a real codec does not inherit them.
+	i := slices.IndexFunc(lib, func(s *Scenario) bool { return s.Name == "encoder-lossless-support" })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, "lossless-tile", lib[i].Agent.Encoder)
+	require.Empty(t, lib[i].Agent.FrameSizes)
 	require.Equal(t, Viewer{Decode: &Dist{Mean: 3 * time.Millisecond}}, lan.Viewer)
 	require.Equal(t, Controller{Kind: "fixed", Bitrate: 4_000_000}, lan.Controller)
 	require.Equal(t, Path{Connect: "direct"}, lan.Path)

@@ -43,6 +43,12 @@ var Paths = []string{"direct", "auto", "relay", "websocket"}
 // reverse direction.
 var FlowKinds = []string{"quic-bulk", "tcp-bulk", "cbr", "web", "session", "reverse-media"}
 
+// FrameSizes are how the H.264 model may size frames (agent.frame_sizes):
+// calibrated, the preset's own sizes (fitted to OpenH264 for its
+// presets), or budget, every frame of new content at its share of the
+// target.
+var FrameSizes = []string{"calibrated", "budget"}
+
 // Directions are the links a flow's data can cross: down (agent ->
 // viewer) and up.
 var Directions = []string{"down", "up"}
@@ -102,6 +108,10 @@ type EncoderPreset struct {
 	// Lossless marks a real lossless codec, whose encode time and bitrate
 	// are not the scenario's to set.
 	Lossless bool
+	// Real marks an encoder whose frames are real bytes (a real codec:
+	// OpenH264, a lossless one), not the H.264 model's sizes: frame_sizes
+	// does not apply to it.
+	Real bool
 	// Missing, when not empty, says why this build cannot run the preset
 	// (a real encoder whose library or cgo is absent): a scenario naming
 	// it is refused with this reason.
@@ -139,24 +149,35 @@ func SoftwarePresets() []string { return presetsWhere(false) }
 // HardwarePresets lists the presets that model a GPU encoder.
 func HardwarePresets() []string { return presetsWhere(true) }
 
+// presetOf returns a preset the lab told the loader of (SetEncoders).
+func presetOf(name string) (EncoderPreset, bool) {
+	encoders.RLock()
+	defer encoders.RUnlock()
+	i := slices.IndexFunc(encoders.presets, func(p EncoderPreset) bool { return p.Name == name })
+	if i < 0 {
+		return EncoderPreset{}, false
+	}
+	return encoders.presets[i], true
+}
+
 // isLossless tells whether a software preset is one of the real lossless
 // codecs, whose encode time and bitrate are not the scenario's to set.
 func isLossless(preset string) bool {
-	encoders.RLock()
-	defer encoders.RUnlock()
-	i := slices.IndexFunc(encoders.presets, func(p EncoderPreset) bool { return p.Name == preset })
-	return i >= 0 && encoders.presets[i].Lossless
+	p, _ := presetOf(preset)
+	return p.Lossless
+}
+
+// IsRealPreset tells whether a software preset makes real bytes
+// (EncoderPreset.Real), so that agent.frame_sizes does not apply to it.
+func IsRealPreset(preset string) bool {
+	p, _ := presetOf(preset)
+	return p.Real
 }
 
 // presetMissing says why this build cannot run a preset, "" when it can.
 func presetMissing(preset string) string {
-	encoders.RLock()
-	defer encoders.RUnlock()
-	i := slices.IndexFunc(encoders.presets, func(p EncoderPreset) bool { return p.Name == preset })
-	if i < 0 {
-		return ""
-	}
-	return encoders.presets[i].Missing
+	p, _ := presetOf(preset)
+	return p.Missing
 }
 
 func presetsWhere(hardware bool) []string {

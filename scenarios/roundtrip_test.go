@@ -101,6 +101,7 @@ func TestEveryKey(t *testing.T) {
 			Encoder: "openh264-asm",
 			EncodeTime: &Dist{Mean: 9 * time.Millisecond, SD: time.Millisecond,
 				Min: 7 * time.Millisecond, Max: 12 * time.Millisecond},
+			FrameSizes:   "budget",
 			Hardware:     []string{"quicksync", "nvenc"},
 			Absent:       []string{"quicksync"},
 			Failing:      []string{"nvenc"},

@@ -331,6 +331,13 @@ type Agent struct {
 	Encoder string `yaml:"encoder" expected:"a software encoder preset: {names}" names:"encoders"`
 	// EncodeTime overrides the preset's encode time.
 	EncodeTime *Dist `yaml:"encode_time,flow"`
+	// FrameSizes is how the H.264 model sizes frames: "calibrated" (the
+	// default), the preset's own sizes, which for the OpenH264 presets are
+	// fitted to the real encoder; or "budget", every frame of new content
+	// spending its share of the target, a constant-bitrate rate control
+	// (the library's choice: its findings were measured on hardware
+	// encoders).
+	FrameSizes string `yaml:"frame_sizes" expected:"frame sizes: {names}" names:"framesizes"`
 	// Hardware lists hardware encoder presets to probe first (N5).
 	Hardware []string `yaml:"hardware" expected:"a list of hardware presets like [quicksync, nvenc]" names:"hardware"`
 	// Absent names those of Hardware that are missing.

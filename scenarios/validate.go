@@ -341,6 +341,13 @@ func (v validator) agent() {
 		v.errf("agent.encoder", nil, "%s cannot run in this build: %s", a.Encoder, why)
 	}
 	v.dist("agent.encode_time", a.EncodeTime)
+	if a.FrameSizes != "" {
+		if msg := checkName(a.FrameSizes, "frame sizes", "", FrameSizes); msg != "" {
+			v.rep("agent.frame_sizes", nil, msg)
+		} else if IsRealPreset(a.Encoder) {
+			v.errf("agent.frame_sizes", []string{"agent.encoder"}, "frame_sizes does not apply to %s: its frames are a real encoder's bytes, not the H.264 model's", a.Encoder)
+		}
+	}
 	if isLossless(a.Encoder) {
 		// A real codec's encode time is a model of its measured
 		// throughput, and it has no bitrate to restart on (N16).

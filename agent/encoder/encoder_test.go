@@ -21,6 +21,9 @@ func preset(t *testing.T, name string, change func(*encoder.Config)) *encoder.H2
 	t.Helper()
 	cfg, err := encoder.Preset(name)
 	require.NoError(t, err)
+	// The rules under test are the budget's; the OpenH264 presets' own
+	// sizes, fitted to the real encoder, are TestOpenH264PresetsAreCalibrated's.
+	cfg = encoder.Budgeted(cfg)
 	if change != nil {
 		change(&cfg)
 	}
@@ -689,4 +692,53 @@ func TestConfigErrors(t *testing.T) {
 		_, err := encoder.New(1, cfg)
 		require.ErrorIs(t, err, encoder.ErrConfig, name)
 	}
+}
+
+// The presets that claim to be OpenH264 size frames as the calibration
+// against the real encoder found at 720p: the animation's first keyframe
+// is 0.5 Mbit x its detail (0.8), 50 KB, whatever the target; at 4 Mbit/s
+// its frames are its motion, 32 kbit a version (4 KB), under the budget,
+// so none is skipped; at 1 Mbit/s that motion is over the budget and a
+// frame carrying it spends the animation's smallest frame, 40 KB, so the
+// rate control keeps only a few frames a second, as OpenH264's does
+// (25 KB frames, 92% skipped). Budgeted gives the old rule back, and the
+// hardware presets have no calibration.
+func TestOpenH264PresetsAreCalibrated(t *testing.T) {
+	for _, name := range []string{encoder.PresetOpenH264Asm, encoder.PresetOpenH264, encoder.PresetBusyPC} {
+		cfg, err := encoder.Preset(name)
+		require.NoError(t, err)
+		require.True(t, encoder.Calibrated(cfg), name)
+		require.False(t, encoder.Calibrated(encoder.Budgeted(cfg)), name)
+	}
+	for _, name := range []string{encoder.PresetQuickSync, encoder.PresetNVENC} {
+		cfg, err := encoder.Preset(name)
+		require.NoError(t, err)
+		require.False(t, encoder.Calibrated(cfg), name)
+	}
+	fps := map[int]float64{}
+	for _, bps := range []int{4_000_000, 1_000_000} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg, err := encoder.Preset(encoder.PresetOpenH264Asm)
+			require.NoError(t, err)
+			cfg.Bitrate = bps
+			e, err := encoder.New(1, cfg)
+			require.NoError(t, err)
+			require.NoError(t, e.Open())
+			frames, at := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Animation{}}), 6*time.Second)
+			require.True(t, frames[0].Keyframe)
+			require.Equal(t, 20+50_000, frames[0].Bytes, "%d bit/s: the first keyframe", bps)
+			var n int
+			for i, f := range frames {
+				if at[i] >= 3*60 { // from the third second
+					n++
+					if bps == 4_000_000 {
+						require.Equal(t, 20+4000, f.Bytes, "at 4 Mbit/s a frame is its motion")
+					}
+				}
+			}
+			fps[bps] = float64(n) / 3
+		})
+	}
+	require.Equal(t, 60.0, fps[4_000_000], "no frame skipped at 4 Mbit/s")
+	require.Less(t, fps[1_000_000], 10.0, "most frames skipped at 1 Mbit/s")
 }

@@ -292,7 +292,7 @@ func TestLabTestOwnTraceSegment(t *testing.T) {
 		fmt.Fprintln(&trace, ms)
 	}
 	writeFiles(t, mine, map[string]string{
-		"defaults.yaml":    "duration: 3s\nseed: 7\ncontroller: {bitrate: 4Mbit/s}\nscreen: [{at: 0s, source: animation}]\n",
+		"defaults.yaml":    "duration: 3s\nseed: 7\ncontroller: {bitrate: 4Mbit/s}\nagent: {frame_sizes: budget}\nscreen: [{at: 0s, source: animation}]\n",
 		"traces/cell.down": trace.String(),
 		"segment.yaml": `name: fast-segment
 description: The fast half of a recording beside the file, from 4 s on.

@@ -161,6 +161,7 @@ network:
   up: {delay: 20ms}
   down: {delay: 20ms, trace: {file: traces/segment.down, offset: 5s}}
 controller: {bitrate: 4Mbit/s}
+agent: {frame_sizes: budget}   # a video at its 4 Mbit/s, whatever the content
 `), 0o644))
 	t.Chdir(dir)
 	sc, err := scenarios.LoadFile("own.yaml")

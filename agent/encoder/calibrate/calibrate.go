@@ -87,6 +87,8 @@ type Case struct {
 	// times (N15's refinement).
 	Passes    int
 	PassEvery time.Duration
+	// NoSkip turns the real encoder's frame skipping off.
+	NoSkip bool
 }
 
 // Seed is the seed of every screen and painter: the calibration is one
@@ -166,7 +168,7 @@ func run(c Case, scr screen.Screen, d driver, wait func(time.Duration)) ([]Frame
 }
 
 // Real runs OpenH264 through a case: 720p (or the case's size), the target bitrate, frame
-// skipping on, as the openh264-real preset; the painter's pictures of the
+// skipping on (off with NoSkip), as the openh264-real preset; the painter's pictures of the
 // case's screen, timestamped with their ticks.
 func Real(c Case) ([]Frame, error) {
 	scr, err := c.screen()
@@ -178,7 +180,7 @@ func Real(c Case) ([]Frame, error) {
 		return nil, err
 	}
 	w, h := p.Size()
-	enc, err := openh264.NewEncoder(openh264.Params{Width: w, Height: h, Bitrate: c.Bitrate, FrameRate: openh264.FrameRate, FrameSkip: true})
+	enc, err := openh264.NewEncoder(openh264.Params{Width: w, Height: h, Bitrate: c.Bitrate, FrameRate: openh264.FrameRate, FrameSkip: !c.NoSkip})
 	if err != nil {
 		return nil, err
 	}

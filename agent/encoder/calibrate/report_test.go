@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264/openh264test"
 )
 
@@ -22,6 +23,7 @@ import (
 var (
 	out    = flag.String("calibrate.out", "", "run the whole calibration and write its report (report.md and plots) into this folder")
 	height = flag.Int("calibrate.height", 720, "with -calibrate.out: the pictures' height, 720 or 1080 (16:9)")
+	noSkip = flag.Bool("calibrate.noskip", false, "with -calibrate.out: OpenH264's frame skipping off")
 )
 
 // TestCalibrationReport runs the calibration and writes its report. Without
@@ -31,7 +33,7 @@ func TestCalibrationReport(t *testing.T) {
 	openh264test.Require(t)
 	if *out != "" {
 		synctest.Test(t, func(t *testing.T) {
-			o := Options{}
+			o := Options{NoSkip: *noSkip}
 			switch *height {
 			case 720:
 			case 1080:
@@ -43,6 +45,7 @@ func TestCalibrationReport(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, WriteReport(*out, rep))
 			t.Logf("\n%s\n%s\n%s", rep.ParamsTable(), rep.ErrorTable(), rep.ByKindTable())
+			t.Logf("the preset %s carries the fitted parameters: %v", encoder.PresetOpenH264Asm, rep.PresetMatches())
 		})
 		return
 	}
