@@ -90,7 +90,7 @@ flags:
 func abrKeys() []string {
 	var out []string
 	for _, k := range jobs.SettingKeys() {
-		if k != "encoder" && k != "controller" {
+		if k != "encoder" && k != "controller" && k != "frame_sizes" {
 			out = append(out, k)
 		}
 	}
@@ -111,6 +111,8 @@ old-abr,hold=2s or threshold=80ms,decrease=25%. Names:
 `+configHelp()+`
 Settings: the ABR's `+strings.Join(abrKeys(), ", ")+`, with units
 (threshold=80ms, decrease=25%); encoder=PRESET, a software encoder preset;
+frame_sizes=calibrated or budget, how the H.264 model sizes frames (the
+library's are budget: -b frame_sizes=calibrated gives OpenH264's sizes);
 controller=abr or controller=gcc, the adaptive controller (the scenario's
 initial bitrate and bounds, the kind's own defaults for the rest; before any
 ABR setting): -a as-written -b controller=gcc sets GCC beside the ABR.

@@ -135,6 +135,7 @@ var settingKeys = []settingKey{
 	{"increase", "ABR: the rise without one (percentage)", abrPercent},
 	{"guard", "ABR: the share of the target the video must use (percentage)", abrPercent},
 	{"encoder", "the agent's software encoder preset", encoderPreset},
+	{"frame_sizes", "the H.264 model's frame sizes: calibrated (OpenH264's, fitted) or budget (every frame at its share of the target)", frameSizes},
 	{"controller", "the adaptive bitrate controller, abr or gcc, with the scenario's initial bitrate and bounds", controllerKind},
 }
 
@@ -206,7 +207,26 @@ func encoderPreset(_, value string) (func(*scenarios.Scenario) error, error) {
 	if !slices.Contains(scenarios.SoftwarePresets(), value) {
 		return nil, fmt.Errorf("unknown encoder %q: expected one of %s", value, strings.Join(scenarios.SoftwarePresets(), ", "))
 	}
-	return func(sc *scenarios.Scenario) error { sc.Agent.Encoder = value; return nil }, nil
+	return func(sc *scenarios.Scenario) error {
+		sc.Agent.Encoder = value
+		if scenarios.IsRealPreset(value) {
+			sc.Agent.FrameSizes = "" // the library's budget sizes are the model's, not a real codec's
+		}
+		return nil
+	}, nil
+}
+
+func frameSizes(_, value string) (func(*scenarios.Scenario) error, error) {
+	if !slices.Contains(scenarios.FrameSizes, value) {
+		return nil, fmt.Errorf("unknown frame sizes %q: expected one of %s", value, strings.Join(scenarios.FrameSizes, ", "))
+	}
+	return func(sc *scenarios.Scenario) error {
+		if scenarios.IsRealPreset(sc.Agent.Encoder) {
+			return fmt.Errorf("scenario %s: frame_sizes does not apply to %s, a real encoder", sc.Name, sc.Agent.Encoder)
+		}
+		sc.Agent.FrameSizes = value
+		return nil
+	}, nil
 }
 
 // ParseConfig reads a configuration: a named configuration
@@ -312,8 +332,8 @@ func (c Config) Changes() map[string]string {
 	for _, s := range c.Settings {
 		key := "controller." + s.Key
 		switch s.Key {
-		case "encoder":
-			key = "agent.encoder"
+		case "encoder", "frame_sizes":
+			key = "agent." + s.Key
 		case "controller":
 			key = "controller.kind"
 		}

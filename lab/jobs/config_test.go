@@ -50,6 +50,7 @@ func TestParseConfig(t *testing.T) {
 		"controller=nada":                 `controller: unknown adaptive controller "nada": expected abr or gcc`,
 		"threshold=80ms,controller=gcc":   "controller=gcc comes before the ABR's settings (threshold is set before it)",
 		"encoder=openh264,controller=gcc": "",
+		"frame_sizes=exact":               `frame_sizes: unknown frame sizes "exact": expected one of calibrated, budget`,
 	} {
 		_, err := ParseConfig(spec)
 		if want == "" {
@@ -99,6 +100,25 @@ func TestConfigApply(t *testing.T) {
 			require.False(t, sc.Path.Plain())
 		}
 	}
+	// frame_sizes sets the library's budget sizes back to the presets'
+	// calibrated ones; a real encoder has none, and takes the library's
+	// budget away when it is swapped in.
+	c, err = ParseConfig("frame_sizes=calibrated")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"agent.frame_sizes": "calibrated"}, c.Changes())
+	sc = scenario(t, "lan-animation")
+	require.Equal(t, "budget", sc.Agent.FrameSizes, "the library's defaults")
+	require.NoError(t, c.Apply(sc))
+	require.Equal(t, "calibrated", sc.Agent.FrameSizes)
+	c, err = ParseConfig("encoder=lossless-hextile")
+	require.NoError(t, err)
+	sc = scenario(t, "lan-animation")
+	require.NoError(t, c.Apply(sc), "a real codec on a library scenario")
+	require.Empty(t, sc.Agent.FrameSizes)
+	c, err = ParseConfig("encoder=lossless-tile,frame_sizes=budget")
+	require.NoError(t, err)
+	require.EqualError(t, c.Apply(scenario(t, "lan-animation")), "scenario lan-animation: frame_sizes does not apply to lossless-tile, a real encoder")
+
 	// The controller setting swaps the adaptive kind, keeping the bounds,
 	// and refuses a scenario without an adaptive controller.
 	c, err = ParseConfig("controller=gcc")
