@@ -9,6 +9,7 @@ package estimate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -86,7 +87,34 @@ func Packets(sc *scenarios.Scenario) float64 {
 
 // Session is one session's expected CPU time.
 func (m Model) Session(sc *scenarios.Scenario) time.Duration {
-	return m.Fixed + time.Duration(sc.Duration.Seconds()*float64(m.PerSecond)) + time.Duration(Packets(sc)*float64(m.PerPacket))
+	return m.Fixed + time.Duration(sc.Duration.Seconds()*(float64(m.PerSecond)+float64(RealEncoderPerSecond(sc.Agent.Encoder)))) +
+		time.Duration(Packets(sc)*float64(m.PerPacket))
+}
+
+// The real H.264 encoder's work for each second of a session, beyond the
+// network's: painting the screen, OpenH264's encode and decode, the
+// quality judged. Measured on the LAN animation, 4 s on one core
+// (TestRealSpeed in lab, GOMAXPROCS=1, -realspeed), at a load average of 4
+// on the 2-vCPU VM, so on a quiet core a session takes less: 2.48 s of CPU
+// at 720p (233 frames), 2.99 s at 1080p (46 frames: OpenH264 skips most of
+// the 1080p animation's).
+const (
+	Real720pPerSecond  = 620 * time.Millisecond
+	Real1080pPerSecond = 750 * time.Millisecond
+)
+
+// RealEncoderPerSecond is what a software encoder preset adds to each
+// second of a session: the real H.264 encoder's work for openh264-real
+// and its variants, nothing for the models (whose frames are sizes).
+func RealEncoderPerSecond(preset string) time.Duration {
+	switch {
+	case !strings.HasPrefix(preset, "openh264-real"):
+		return 0
+	case strings.HasSuffix(preset, "-1080p"):
+		return Real1080pPerSecond
+	default:
+		return Real720pPerSecond
+	}
 }
 
 // Run is what a run of sessions is expected to take on parallel cores:

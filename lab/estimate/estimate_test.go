@@ -37,3 +37,17 @@ func TestRunSpreadsSessionsOverCores(t *testing.T) {
 	require.Equal(t, time.Second, m.Run(scs, 100), "never less than the longest session")
 	require.Equal(t, "estimate: 8 sessions, 8m0s of session time, about 0 thousand packets: about 4s test on 2 cores (1s per session, 0s per session second, 0s per packet; docs/performance.md)", m.Line(scs, 2))
 }
+
+// A real encoder's session costs its frames' work on top of its packets:
+// the twins of the real group (20 s at 720p) are seconds of CPU each, not
+// the tenths the network alone would make of them.
+func TestRealEncoderAddsItsWork(t *testing.T) {
+	sc := &scenarios.Scenario{Duration: 20 * time.Second, Controller: scenarios.Controller{Kind: "fixed", Bitrate: 4_000_000}}
+	model := Native.Session(sc)
+	sc.Agent.Encoder = "openh264-real"
+	require.Equal(t, model+20*Real720pPerSecond, Native.Session(sc))
+	sc.Agent.Encoder = "openh264-real-1080p"
+	require.Equal(t, model+20*Real1080pPerSecond, Native.Session(sc))
+	sc.Agent.Encoder = "openh264-asm"
+	require.Equal(t, model, Native.Session(sc), "a model's frames are sizes")
+}
