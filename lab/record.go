@@ -10,6 +10,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/agent/abr"
+	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/gcc"
 
 	"github.com/nuvirahub/latencylab/internal/quantile"
@@ -86,6 +87,12 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 			r.Encoder = a.Name
 		}
 		r.Probe = append(r.Probe, pa)
+	}
+	if sw := p.session.Agent.Software; r.Encoder == sw.Name && !sw.Hardware && !scenarios.IsRealPreset(sw.Name) {
+		r.FrameSizes = "budget"
+		if encoder.Calibrated(sw) {
+			r.FrameSizes = "calibrated"
+		}
 	}
 	for _, f := range res.Frames {
 		fr := result.FrameRecord{

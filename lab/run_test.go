@@ -441,3 +441,23 @@ func TestRunSameSeedAgrees(t *testing.T) {
 	require.Equal(t, len(sa.Freezes), len(sb.Freezes))
 	require.InDelta(t, sa.NetworkMedian, sb.NetworkMedian, float64(sa.NetworkMedian)*0.02)
 }
+
+// The result says how the software H.264 model sized the frames: the
+// budget's rule or the preset's calibrated sizes; a real codec's frames are
+// its bytes, and the field is left out.
+func TestRunRecordsFrameSizes(t *testing.T) {
+	for _, tc := range []struct {
+		agent scenarios.Agent
+		want  string
+	}{
+		{scenarios.Agent{}, "calibrated"},
+		{budget, "budget"},
+		{scenarios.Agent{Hardware: []string{"quicksync"}}, ""}, // the probe chose the hardware model
+		{scenarios.Agent{Encoder: "lossless-tile"}, ""},
+	} {
+		sc := &scenarios.Scenario{Name: "sizes", Seed: 1, Duration: time.Second, Network: both(lanPhase()),
+			Controller: scenarios.Controller{Kind: "fixed", Bitrate: 4_000_000}, Agent: tc.agent}
+		r := runScenario(t, sc)
+		require.Equal(t, tc.want, r.FrameSizes, "%+v", tc.agent)
+	}
+}

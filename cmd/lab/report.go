@@ -251,7 +251,11 @@ func scenarioSection(e reportEntry) (render.Section, error) {
 	if r.Description != "" {
 		s.Paragraphs = append(s.Paragraphs, r.Description)
 	}
-	facts := fmt.Sprintf("From `%s`: scenario file `%s`, seed %d, ran %v of %v, encoder %s.", e.file, r.File, r.Seed, r.Ran, r.Duration, r.Encoder)
+	enc := r.Encoder
+	if r.FrameSizes != "" {
+		enc += " (" + r.FrameSizes + " frame sizes)"
+	}
+	facts := fmt.Sprintf("From `%s`: scenario file `%s`, seed %d, ran %v of %v, encoder %s.", e.file, r.File, r.Seed, r.Ran, r.Duration, enc)
 	if r.Interrupted != "" {
 		facts += " **Interrupted:** " + r.Interrupted + "."
 	}

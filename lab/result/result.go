@@ -60,6 +60,11 @@ type Run struct {
 	// Encoder is the encoder the agent's probe chose; Probe what it tried.
 	Encoder string         `json:"encoder"`
 	Probe   []ProbeAttempt `json:"probe"`
+	// FrameSizes is how the chosen encoder, when it is the H.264 model in
+	// software, sized frames: "calibrated" (the preset's sizes fitted to
+	// OpenH264) or "budget" (every frame at its share of the target); empty
+	// for a hardware model or a real encoder.
+	FrameSizes string `json:"frame_sizes,omitempty"`
 	// Network describes each direction's phases.
 	Network NetworkInfo `json:"network"`
 	// Frames is the ground truth of every frame sent, by sequence number.
