@@ -541,6 +541,7 @@ func (w window) utilisationSent() (float64, error) {
 // falls in the capped parts of the window, over the downlink's capacity
 // there.
 func (w window) overCapacity(instant func(result.FrameRecord) time.Duration) (float64, error) {
+	video := NewFrameBytes(w.r.Frames, instant)
 	var capBits, videoBits float64
 	capped := false
 	for _, pt := range w.r.Series {
@@ -553,11 +554,7 @@ func (w window) overCapacity(instant func(result.FrameRecord) time.Duration) (fl
 		}
 		capped = true
 		capBits += pt.Down.CapacityBps * (hi - lo).Seconds()
-		for _, f := range w.r.Frames {
-			if t := instant(f); t > 0 && t >= lo && t < hi {
-				videoBits += float64(f.Bytes * 8)
-			}
-		}
+		videoBits += float64(video.In(lo, hi) * 8)
 	}
 	switch {
 	case !capped:
