@@ -277,7 +277,16 @@ func (w window) String() string { return fmt.Sprintf("[%v, %v)", w.from, w.to) }
 
 // Displayed returns the displayed frames in order of display.
 func Displayed(r *result.Run) []result.FrameRecord {
-	var out []result.FrameRecord
+	n := 0
+	for _, f := range r.Frames {
+		if f.WasDisplayed() {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]result.FrameRecord, 0, n) // counted first: the records are large, and appending copied them again and again
 	for _, f := range r.Frames {
 		if f.WasDisplayed() {
 			out = append(out, f)
