@@ -79,8 +79,10 @@ func deliveriesOf(r *result.Run, f *result.FlowRecord) deliveries {
 	return deliveries{delivered: f.Delivered, period: period}
 }
 
-// bits is what arrived in [a, b). The periods are added in order, as
-// before they were looked up by interval, so the float sum is the same.
+// bits is what arrived in [a, b). A flow's periods are added in order,
+// starting at the first that [a, b) touches and stopping after the last:
+// the periods skipped would add nothing, so the float sum is the one a
+// loop over every period makes.
 func (d deliveries) bits(a, b time.Duration) float64 {
 	if d.frames != nil {
 		return float64(d.frames.In(a, b) * 8)
