@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/internal/docregion"
+	"github.com/nuvirahub/latencylab/internal/gcdefault"
 	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -40,6 +41,7 @@ type suiteRun struct {
 }
 
 func TestMain(m *testing.M) {
+	gcdefault.Set()
 	flag.Parse()
 	// A generator checks the files it will write before the long run, so a
 	// missing marker fails at once and names the file.

@@ -127,6 +127,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 func buildSeries(r *result.Run, p *plan, samples []Sample, off func(time.Time) time.Duration) []result.Point {
 	out := []result.Point{}
 	byDisplay := measure.Displayed(r)
+	sentBytes := measure.NewFrameBytes(r.Frames, func(f result.FrameRecord) time.Duration { return f.Sent })
 	for i := 1; i < len(samples); i++ {
 		a, b := off(samples[i-1].At), off(samples[i].At)
 		if b <= a {
@@ -140,12 +141,7 @@ func buildSeries(r *result.Run, p *plan, samples []Sample, off func(time.Time) t
 			pt.LatencyMedian = quantile.Nearest(lat, 0.5)
 		}
 		pt.TargetBps, _ = measure.TargetAt(r, b)
-		var sent int64
-		for _, f := range r.Frames {
-			if f.Sent > 0 && f.Sent >= a && f.Sent < b {
-				sent += int64(f.Bytes)
-			}
-		}
+		sent := sentBytes.In(a, b)
 		pt.SendBps = float64(sent*8) / secs
 		pt.Up = linkPoint(samples[i-1].Uplink, samples[i].Uplink, p.up, a, b)
 		pt.Down = linkPoint(samples[i-1].Downlink, samples[i].Downlink, p.down, a, b)

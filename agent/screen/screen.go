@@ -304,9 +304,8 @@ func (m *Model) finish() {
 	if len(ev.parts) == 0 {
 		return
 	}
-	m.scratch = bitset{}
 	var d detail
-	m.union(&m.scratch, ev.parts, &d)
+	m.union(ev.parts, &d)
 	ev.img.Version = uint64(len(m.events)) + 1
 	ev.img.Changed = float64(d.cells) / nCells
 	ev.img.Complexity = d.mean()
@@ -351,12 +350,39 @@ func (d *detail) mean() float64 {
 	return d.sum / float64(d.cells)
 }
 
-// union adds parts to b, the later parts painting over the earlier, and
-// their new cells to d.
-func (m *Model) union(b *bitset, parts []part, d *detail) {
+// union counts the cells of parts, the later parts painting over the
+// earlier, in d.
+func (m *Model) union(parts []part, d *detail) {
+	un := cellUnion{b: &m.scratch}
 	for i := len(parts) - 1; i >= 0; i-- {
-		d.add(b.cover(&parts[i]), parts[i].complexity)
+		d.add(un.cover(&parts[i], d), parts[i].complexity)
 	}
+}
+
+// cellUnion is a union of parts being taken, newest first, over a scratch
+// bitset. Most unions start with a part of the whole screen (an
+// animation's every version, a scroll): that covers every cell at once, and
+// nothing after it can be new, so such a union neither clears nor marks the
+// bitset. The count is the one marking every cell would give.
+type cellUnion struct {
+	b     *bitset
+	clean bool // b has been cleared for this union
+}
+
+// cover returns how many of p's cells are new to the union, whose new
+// cells so far d counts, and marks them.
+func (u *cellUnion) cover(p *part, d *detail) int {
+	switch {
+	case d.cells == nCells:
+		return 0
+	case d.cells == 0 && p.r.full():
+		return nCells
+	}
+	if !u.clean {
+		*u.b = bitset{}
+		u.clean = true
+	}
+	return u.b.cover(p)
 }
 
 // latest returns the index of the newest version presented at or before t,
@@ -391,11 +417,11 @@ func (m *Model) Since(prev uint64, t time.Duration) (Image, Delta) {
 	if prev >= img.Version {
 		return img, d
 	}
-	m.scratch = bitset{}
 	var u detail
 	var kinds [MaxDeltaKinds]kindDetail
+	un := cellUnion{b: &m.scratch}
 	for v := img.Version; v > prev && u.cells < nCells; v-- {
-		m.unionKinds(&m.scratch, m.events[v-1].parts, &u, &kinds)
+		m.unionKinds(&un, m.events[v-1].parts, &u, &kinds)
 	}
 	d.Changed = float64(u.cells) / nCells
 	d.Complexity = u.mean()
@@ -415,10 +441,10 @@ type kindDetail struct {
 
 // unionKinds is union, with the new cells also counted by their source's
 // kind in kinds (the first kinds met; later kinds only in d).
-func (m *Model) unionKinds(b *bitset, parts []part, d *detail, kinds *[MaxDeltaKinds]kindDetail) {
+func (m *Model) unionKinds(un *cellUnion, parts []part, d *detail, kinds *[MaxDeltaKinds]kindDetail) {
 	for i := len(parts) - 1; i >= 0; i-- {
 		p := &parts[i]
-		n := b.cover(p)
+		n := un.cover(p, d)
 		d.add(n, p.complexity)
 		if n == 0 {
 			continue

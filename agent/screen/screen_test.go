@@ -1,6 +1,7 @@
 package screen
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -359,6 +360,37 @@ func BenchmarkMinuteOfScrolling(b *testing.B) {
 		for k := int64(0); k <= 3600; k++ {
 			img, _ := m.Since(taken, refresh(k))
 			taken = img.Version
+		}
+	}
+}
+
+// A union counts, for any mix of parts (full-screen ones among them, first
+// or later), the cells that marking every part in a fresh bitset counts: a
+// full-screen part that comes first is counted without marking.
+func TestUnionCountsAsMarkingEveryCell(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	var scratch bitset
+	for range 500 {
+		parts := make([]part, 1+rng.IntN(6))
+		for i := range parts {
+			r := Rect{rng.Float64(), rng.Float64(), rng.Float64() / 2, rng.Float64() / 2}
+			if rng.IntN(3) == 0 {
+				r = Rect{0, 0, 1, 1}
+			}
+			parts[i] = newPart(r, float64(rng.IntN(4))/4)
+		}
+		var want detail
+		var fresh bitset
+		for i := len(parts) - 1; i >= 0; i-- {
+			want.add(fresh.cover(&parts[i]), parts[i].complexity)
+		}
+		var got detail
+		un := cellUnion{b: &scratch} // the previous union's marks are still in it
+		for i := len(parts) - 1; i >= 0; i-- {
+			got.add(un.cover(&parts[i], &got), parts[i].complexity)
+		}
+		if got != want {
+			t.Fatalf("union of %d parts: %+v, want %+v", len(parts), got, want)
 		}
 	}
 }

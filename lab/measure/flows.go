@@ -51,33 +51,48 @@ func flowOf(r *result.Run, name string) (*result.FlowRecord, error) {
 // session's frames by arrival, the other flows' periods, prorated where
 // the interval cuts one.
 func deliveredBits(r *result.Run, f *result.FlowRecord, a, b time.Duration) float64 {
+	return deliveriesOf(r, f).bits(a, b)
+}
+
+// deliveries is what a flow's receiver got, for taking over many
+// intervals (a series' points, a plot's periods): frames indexed by
+// arrival, or a flow's bytes per period.
+type deliveries struct {
+	frames    *FrameBytes
+	delivered []int64
+	period    time.Duration
+}
+
+func deliveriesOf(r *result.Run, f *result.FlowRecord) deliveries {
 	if f == nil {
-		var bits float64
-		for _, fr := range r.Frames {
-			if fr.Arrived > 0 && fr.Arrived >= a && fr.Arrived < b {
-				bits += float64(fr.Bytes * 8)
-			}
-		}
-		return bits
+		fb := NewFrameBytes(r.Frames, func(fr result.FrameRecord) time.Duration { return fr.Arrived })
+		return deliveries{frames: &fb}
 	}
 	if len(f.Frames) > 0 || len(f.Delivered) == 0 {
-		var bits float64
-		for _, fr := range f.Frames {
-			if fr.Arrived > 0 && fr.Arrived >= a && fr.Arrived < b {
-				bits += float64(fr.Bytes * 8)
-			}
-		}
-		return bits
+		fb := flowFrameBytes(f.Frames)
+		return deliveries{frames: &fb}
 	}
 	period := r.SampleEvery
 	if period <= 0 {
 		period = result.DefaultSampleEvery
 	}
+	return deliveries{delivered: f.Delivered, period: period}
+}
+
+// bits is what arrived in [a, b). A flow's periods are added in order,
+// starting at the first that [a, b) touches and stopping after the last:
+// the periods skipped would add nothing, so the float sum is the one a
+// loop over every period makes.
+func (d deliveries) bits(a, b time.Duration) float64 {
+	if d.frames != nil {
+		return float64(d.frames.In(a, b) * 8)
+	}
 	var bits float64
-	for k, bytes := range f.Delivered {
-		lo, hi := max(a, time.Duration(k)*period), min(b, time.Duration(k+1)*period)
+	for k := max(0, int(a/d.period)); k < len(d.delivered) && time.Duration(k)*d.period < b; k++ {
+		bytes := d.delivered[k]
+		lo, hi := max(a, time.Duration(k)*d.period), min(b, time.Duration(k+1)*d.period)
 		if hi > lo {
-			bits += float64(bytes*8) * float64(hi-lo) / float64(period)
+			bits += float64(bytes*8) * float64(hi-lo) / float64(d.period)
 		}
 	}
 	return bits
@@ -108,6 +123,7 @@ func (w window) flowShare(name string) (float64, error) {
 		return 0, err
 	}
 	dir := direction(f)
+	got := deliveriesOf(w.r, f)
 	var capBits, bits float64
 	capped := false
 	for _, pt := range w.r.Series {
@@ -124,7 +140,7 @@ func (w window) flowShare(name string) (float64, error) {
 		}
 		capped = true
 		capBits += lp.CapacityBps * (hi - lo).Seconds()
-		bits += deliveredBits(w.r, f, lo, hi)
+		bits += got.bits(lo, hi)
 	}
 	switch {
 	case !capped:
@@ -253,10 +269,11 @@ func FlowThroughputs(r *result.Run, name string, every time.Duration) ([]float64
 	if err != nil {
 		return nil, err
 	}
+	got := deliveriesOf(r, f)
 	var out []float64
 	for a := time.Duration(0); a < r.Ran; a += every {
 		b := min(a+every, r.Ran)
-		out = append(out, deliveredBits(r, f, a, b)/(b-a).Seconds())
+		out = append(out, got.bits(a, b)/(b-a).Seconds())
 	}
 	return out, nil
 }

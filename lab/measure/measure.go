@@ -248,10 +248,25 @@ func resolve(r *result.Run, from, to time.Duration) (time.Duration, time.Duratio
 type window struct {
 	r        *result.Run
 	from, to time.Duration
+	// byDisplay holds the result's displayed frames in order of display,
+	// sorted once for the window and its copies: a summary reads them
+	// for most of its figures. Read only.
+	byDisplay *[]result.FrameRecord
 }
 
 func newWindow(r *result.Run, from, to time.Duration) window {
-	return window{r: r, from: from, to: to}
+	return window{r: r, from: from, to: to, byDisplay: new([]result.FrameRecord)}
+}
+
+// displayed is Displayed(w.r), sorted at the first call.
+func (w window) displayed() []result.FrameRecord {
+	if *w.byDisplay == nil {
+		*w.byDisplay = Displayed(w.r)
+		if *w.byDisplay == nil {
+			*w.byDisplay = []result.FrameRecord{}
+		}
+	}
+	return *w.byDisplay
 }
 
 func (w window) length() time.Duration { return w.to - w.from }
@@ -262,7 +277,16 @@ func (w window) String() string { return fmt.Sprintf("[%v, %v)", w.from, w.to) }
 
 // Displayed returns the displayed frames in order of display.
 func Displayed(r *result.Run) []result.FrameRecord {
-	var out []result.FrameRecord
+	n := 0
+	for _, f := range r.Frames {
+		if f.WasDisplayed() {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]result.FrameRecord, 0, n) // counted first: the records are large, and appending copied them again and again
 	for _, f := range r.Frames {
 		if f.WasDisplayed() {
 			out = append(out, f)
@@ -298,7 +322,7 @@ func Latencies(fs []result.FrameRecord) []time.Duration {
 }
 
 func (w window) displayedFrames() []result.FrameRecord {
-	return framesIn(Displayed(w.r), w.from, w.to, displayedAt)
+	return framesIn(w.displayed(), w.from, w.to, displayedAt)
 }
 
 func (w window) latencyQuantile(p float64) (time.Duration, error) {
@@ -363,7 +387,7 @@ func (w window) count(kind, reason string) int {
 // display did not (stills), cut to the window. It returns those longer
 // than the freeze threshold and the longest, freeze or not.
 func (w window) freezes() ([]result.Interval, time.Duration, error) {
-	disp := Displayed(w.r)
+	disp := w.displayed()
 	return freezesIn(w.r, disp, stills(w.r, disp), w.from, w.to)
 }
 
@@ -487,7 +511,7 @@ func (w window) bitrateMin() (int64, error) {
 // end of the window: the last frame displayed before it ends, even if
 // that was before the window began (a still screen shows it still).
 func (w window) qualityFinal() (float64, error) {
-	disp := Displayed(w.r)
+	disp := w.displayed()
 	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= w.to })
 	if n == 0 {
 		return 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, w.to)
@@ -541,6 +565,7 @@ func (w window) utilisationSent() (float64, error) {
 // falls in the capped parts of the window, over the downlink's capacity
 // there.
 func (w window) overCapacity(instant func(result.FrameRecord) time.Duration) (float64, error) {
+	video := NewFrameBytes(w.r.Frames, instant)
 	var capBits, videoBits float64
 	capped := false
 	for _, pt := range w.r.Series {
@@ -553,11 +578,7 @@ func (w window) overCapacity(instant func(result.FrameRecord) time.Duration) (fl
 		}
 		capped = true
 		capBits += pt.Down.CapacityBps * (hi - lo).Seconds()
-		for _, f := range w.r.Frames {
-			if t := instant(f); t > 0 && t >= lo && t < hi {
-				videoBits += float64(f.Bytes * 8)
-			}
-		}
+		videoBits += float64(video.In(lo, hi) * 8)
 	}
 	switch {
 	case !capped:
@@ -602,7 +623,7 @@ func changes(r *result.Run) []result.Recovery {
 // the image stood still for most of it. A change that never recovers
 // before the window ends counts the time to the end.
 func (w window) recoveries() ([]result.Recovery, error) {
-	disp := Displayed(w.r)
+	disp := w.displayed()
 	st := stills(w.r, disp)
 	median := func(a, b time.Duration) (time.Duration, bool) {
 		fs := framesIn(disp, a, b, displayedAt)
@@ -659,7 +680,7 @@ func (w window) recoveries() ([]result.Recovery, error) {
 // reaches it. The median changes only where a frame enters or leaves the
 // second, so the walk visits those instants alone and is exact.
 func (w window) recoveriesUnder(bound time.Duration) ([]result.Recovery, error) {
-	disp := Displayed(w.r)
+	disp := w.displayed()
 	all := changes(w.r)
 	var out []result.Recovery
 	for i, c := range all {
@@ -715,7 +736,7 @@ func (w window) longestUnder(rec []result.Recovery, bound time.Duration) (float6
 			}
 			// The median is constant over the last stretch before end.
 			last := "no frame was displayed in the last second"
-			if m, ok := trailingMedian(Displayed(w.r), end-1); ok {
+			if m, ok := trailingMedian(w.displayed(), end-1); ok {
 				last = fmt.Sprintf("the median of the last second was %v", m)
 			}
 			return 0, fmt.Errorf("%w: after the change at %v (%s) the latency did not come back under %v for good before %s, at %v: %s",
@@ -744,7 +765,7 @@ func trailingMedian(disp []result.FrameRecord, t time.Duration) (time.Duration, 
 // starts counts too, and a pause counts as the frame it holds. The time
 // before the first display is left out (no picture yet).
 func (w window) timeAbove(bound time.Duration) (float64, error) {
-	disp := Displayed(w.r)
+	disp := w.displayed()
 	n := sort.Search(len(disp), func(i int) bool { return disp[i].Displayed >= w.to })
 	if n == 0 {
 		return 0, fmt.Errorf("%w: no frame displayed before %v", ErrNoData, w.to)
