@@ -418,7 +418,7 @@ func TestRunSameSeedAgrees(t *testing.T) {
 	sc := func(seed uint64) *scenarios.Scenario {
 		return &scenarios.Scenario{Name: "bad-link", Seed: seed, Duration: 10 * time.Second,
 			Network:    both(scenarios.Phase{Delay: 25 * ms, Loss: 0.01, Rate: 5_000_000, Queue: scenarios.Queue{Packets: 1000}}),
-			Controller: scenarios.Controller{Bitrate: 1_500_000}}
+			Controller: scenarios.Controller{Bitrate: 1_500_000}, Agent: budget}
 	}
 	a, b := runScenario(t, sc(7)), runScenario(t, sc(7))
 	other := runScenario(t, sc(8))
