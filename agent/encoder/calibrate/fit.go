@@ -84,19 +84,22 @@ type Params struct {
 	// Content are the per-kind costs, in the order of the kinds fitted
 	// (none: every kind is new content at every change).
 	Content []encoder.ContentCost
+	// SkipBuffer as encoder.Config has it: zero the default threshold,
+	// negative a rate control that never skips.
+	SkipBuffer time.Duration
 }
 
 // Apply returns cfg with p's values.
 func (p Params) Apply(cfg encoder.Config) encoder.Config {
 	cfg.FullScreenBits, cfg.KeyframeFactor, cfg.MinFrameBytes = p.FullScreenBits, p.KeyframeFactor, p.MinFrameBytes
-	cfg.FirstKeyframeBits, cfg.Content = p.FirstKeyframeBits, p.Content
+	cfg.FirstKeyframeBits, cfg.Content, cfg.SkipBuffer = p.FirstKeyframeBits, p.Content, p.SkipBuffer
 	return cfg
 }
 
 // Of reads cfg's parameters, defaults filled in.
 func Of(cfg encoder.Config) Params {
 	p := Params{FullScreenBits: cfg.FullScreenBits, KeyframeFactor: cfg.KeyframeFactor, MinFrameBytes: cfg.MinFrameBytes,
-		FirstKeyframeBits: cfg.FirstKeyframeBits, Content: slices.Clone(cfg.Content)}
+		FirstKeyframeBits: cfg.FirstKeyframeBits, Content: slices.Clone(cfg.Content), SkipBuffer: cfg.SkipBuffer}
 	if p.FullScreenBits == 0 {
 		p.FullScreenBits = encoder.DefaultFullScreenBits
 	}
@@ -159,6 +162,12 @@ type Grid struct {
 	MotionBits        []float64
 	KindMinFrameBytes []int
 	KeyframeBits      []float64
+	// SkipBuffer are the rate control's skip thresholds tried, first of
+	// all (a negative one: never skip); nil keeps the base's. Whether a
+	// real encoder skips is a switch, not a figure to fit, so the default
+	// grid leaves it alone; a calibration against OpenH264 with skipping
+	// off (Options.NoSkip) tries the model without skipping too.
+	SkipBuffer []time.Duration
 }
 
 // DefaultGrid spans the model's plausible range: whole-screen needs from
@@ -281,6 +290,13 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 	}
 	for round := 0; round < 8; round++ {
 		before := best
+		for _, v := range grid.SkipBuffer {
+			p := best
+			p.SkipBuffer = v
+			if err := try(p); err != nil {
+				return Params{}, 0, err
+			}
+		}
 		for _, v := range grid.FullScreenBits {
 			p := best
 			p.FullScreenBits = v

@@ -103,3 +103,38 @@ func TestSummariseAndCompare(t *testing.T) {
 	require.InDelta(t, 50, e.IMdAPE, 1e-9)
 	require.InDelta(t, 25, e.SkipDiff, 1e-9)
 }
+
+// Against an encoder that never skips (OpenH264 with frame skipping off),
+// the fit tries the model's rate control without skipping when the grid
+// asks, and finds it: at 100 kbit/s a 5 KB smallest frame makes the
+// default threshold skip most frames, where the reference sends them all.
+func TestFitFindsARateControlThatNeverSkips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		want := Params{FullScreenBits: 2e6, KeyframeFactor: 4, MinFrameBytes: 5000, SkipBuffer: -1}
+		var cases []Case
+		for _, bps := range []int{100_000, 1_000_000, 8_000_000} {
+			cases = append(cases, Case{Kind: "animation", Bitrate: bps, Length: time.Second})
+		}
+		base := encoder.Config{}
+		ref, err := ModelSummaries(cases, want.Apply(base), 0)
+		require.NoError(t, err)
+		for _, s := range ref {
+			require.Zero(t, s.SkipRate, "the reference never skips")
+		}
+		grid := Grid{FullScreenBits: []float64{2e6}, KeyframeFactor: []float64{4}, MinFrameBytes: []int{300, 5000}}
+		got, loss, err := Fit(cases, ref, base, grid, 0)
+		require.NoError(t, err)
+		require.Positive(t, loss, "without the switch the skips cannot match")
+		require.Zero(t, got.SkipBuffer)
+
+		grid.SkipBuffer = []time.Duration{0, -1}
+		got, loss, err = Fit(cases, ref, base, grid, 0)
+		require.NoError(t, err)
+		// The animation's need is over every budget here, so its
+		// whole-screen figure cannot show (the fit keeps its start); the
+		// smallest frame and the switch can.
+		require.Equal(t, want.SkipBuffer, got.SkipBuffer)
+		require.Equal(t, want.MinFrameBytes, got.MinFrameBytes)
+		require.Zero(t, loss)
+	})
+}

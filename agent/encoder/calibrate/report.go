@@ -111,6 +111,11 @@ func Measure(o Options) (*Report, error) {
 	if o.Grid.FullScreenBits == nil {
 		o.Grid = DefaultGrid
 	}
+	if o.NoSkip && o.Grid.SkipBuffer == nil {
+		// The model's skipping on (the default threshold) or off, as the
+		// reference's is off.
+		o.Grid.SkipBuffer = []time.Duration{0, -1}
+	}
 	rep := &Report{Options: o, Refine: map[string][]Frame{}, Step: map[string][]Frame{}}
 	for _, k := range o.Kinds {
 		for _, b := range o.Bitrates {
@@ -213,6 +218,17 @@ func (r *Report) ErrorTable() string {
 	return b.String()
 }
 
+// skipBuffer is a SkipBuffer as the parameter table shows it.
+func skipBuffer(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "never skips"
+	case d == 0:
+		return encoder.DefaultSkipBuffer.String()
+	}
+	return d.String()
+}
+
 func pct(v float64) string {
 	if math.IsNaN(v) {
 		return "-"
@@ -227,6 +243,9 @@ func (r *Report) ParamsTable() string {
 		"| FullScreenBits | %.3g | %.3g |\n| KeyframeFactor | %g | %g |\n| MinFrameBytes | %s | %s |\n| FirstKeyframeBits | %s | %s |\n",
 		r.Default.FullScreenBits, r.Fitted.FullScreenBits, r.Default.KeyframeFactor, r.Fitted.KeyframeFactor,
 		minBytes(r.Default.MinFrameBytes), minBytes(r.Fitted.MinFrameBytes), firstBits(r.Default.FirstKeyframeBits), firstBits(r.Fitted.FirstKeyframeBits))
+	if r.Options.Grid.SkipBuffer != nil {
+		fmt.Fprintf(&b, "| SkipBuffer | %s | %s |\n", skipBuffer(r.Default.SkipBuffer), skipBuffer(r.Fitted.SkipBuffer))
+	}
 	for _, k := range r.Options.Kinds {
 		bc, had := r.Default.cost(k)
 		ac, ok := r.Fitted.cost(k)
