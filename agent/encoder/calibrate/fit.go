@@ -290,33 +290,20 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 	}
 	for round := 0; round < 8; round++ {
 		before := best
-		for _, v := range grid.SkipBuffer {
-			p := best
-			p.SkipBuffer = v
-			if err := try(p); err != nil {
-				return Params{}, 0, err
-			}
+		// The parameters every kind shares, one at a time from the best so
+		// far; the first error stops the fit.
+		err := tryEach(grid.SkipBuffer, &best, func(p *Params, v time.Duration) { p.SkipBuffer = v }, try)
+		if err == nil {
+			err = tryEach(grid.FullScreenBits, &best, func(p *Params, v float64) { p.FullScreenBits = v }, try)
 		}
-		for _, v := range grid.FullScreenBits {
-			p := best
-			p.FullScreenBits = v
-			if err := try(p); err != nil {
-				return Params{}, 0, err
-			}
+		if err == nil {
+			err = tryEach(grid.KeyframeFactor, &best, func(p *Params, v float64) { p.KeyframeFactor = v }, try)
 		}
-		for _, v := range grid.KeyframeFactor {
-			p := best
-			p.KeyframeFactor = v
-			if err := try(p); err != nil {
-				return Params{}, 0, err
-			}
+		if err == nil {
+			err = tryEach(grid.MinFrameBytes, &best, func(p *Params, v int) { p.MinFrameBytes = v }, try)
 		}
-		for _, v := range grid.MinFrameBytes {
-			p := best
-			p.MinFrameBytes = v
-			if err := try(p); err != nil {
-				return Params{}, 0, err
-			}
+		if err != nil {
+			return Params{}, 0, err
 		}
 		// The kinds' first keyframes are held where they are while the
 		// shared one moves (a kind's zero follows it): the shared one
@@ -405,6 +392,19 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 		}
 	}
 	return best, bestLoss, nil
+}
+
+// tryEach sets one parameter to each of vals in turn on *best, which try
+// replaces whenever a value does better.
+func tryEach[T any](vals []T, best *Params, set func(*Params, T), try func(Params) error) error {
+	for _, v := range vals {
+		p := *best
+		set(&p, v)
+		if err := try(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // kindsOf lists the kinds of cases in their order.

@@ -10,32 +10,43 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder"
 )
 
+// bareModel is the model without content costs, whatever the presets hold: the
+// synthetic encoders' and the fits' starting point.
+var bareModel = encoder.Config{}
+
+// synthetic is a synthetic encoder's reference: every kind at every
+// bitrate for length, sized by the model with want's parameters.
+func synthetic(t *testing.T, want Params, kinds []string, bitrates []int, length time.Duration) ([]Case, []Summary) {
+	t.Helper()
+	var cases []Case
+	for _, kind := range kinds {
+		for _, bps := range bitrates {
+			cases = append(cases, Case{Kind: kind, Bitrate: bps, Length: length})
+		}
+	}
+	ref, err := ModelSummaries(cases, want.Apply(bareModel), 0)
+	require.NoError(t, err)
+	return cases, ref
+}
+
 // TestFitRecoversKnownParameters fits the model to a synthetic encoder, the
 // model itself with known parameters off the defaults: the fit must find
 // them among the grid's others.
 func TestFitRecoversKnownParameters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		want := Params{FullScreenBits: 2e6, KeyframeFactor: 2, MinFrameBytes: 500}
-		var cases []Case
-		for _, kind := range []string{"animation", "typing", "scrolling", "photo"} {
-			for _, bps := range []int{100_000, 1_000_000, 8_000_000} {
-				cases = append(cases, Case{Kind: kind, Bitrate: bps, Length: time.Second})
-			}
-		}
-		base := encoder.Config{} // the model without content costs, whatever the presets hold
-		ref, err := ModelSummaries(cases, want.Apply(base), 0)
-		require.NoError(t, err)
+		cases, ref := synthetic(t, want, []string{"animation", "typing", "scrolling", "photo"}, []int{100_000, 1_000_000, 8_000_000}, time.Second)
 		grid := Grid{
 			FullScreenBits: []float64{0.5e6, 1e6, 2e6, 4e6, 8e6},
 			KeyframeFactor: []float64{1, 2, 4, 8},
 			MinFrameBytes:  []int{-1, 100, 300, 500, 1200},
 		}
-		got, loss, err := Fit(cases, ref, base, grid, 0)
+		got, loss, err := Fit(cases, ref, bareModel, grid, 0)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 		require.Zero(t, loss)
 		// The defaults are measurably off the synthetic encoder.
-		def, err := ModelSummaries(cases, base, 0)
+		def, err := ModelSummaries(cases, bareModel, 0)
 		require.NoError(t, err)
 		require.Greater(t, Loss(def, ref), 0.01)
 	})
@@ -54,15 +65,7 @@ func TestFitRecoversContentCosts(t *testing.T) {
 				{Kind: "scrolling", MotionBits: 64e3},
 				{Kind: "typing", MinFrameBytes: 1200},
 			}}
-		var cases []Case
-		for _, kind := range []string{"animation", "typing", "scrolling", "photo"} {
-			for _, bps := range []int{100_000, 1_000_000, 8_000_000, 16_000_000} {
-				cases = append(cases, Case{Kind: kind, Bitrate: bps, Length: 2 * time.Second})
-			}
-		}
-		base := encoder.Config{} // the model without content costs, whatever the presets hold
-		ref, err := ModelSummaries(cases, want.Apply(base), 0)
-		require.NoError(t, err)
+		cases, ref := synthetic(t, want, []string{"animation", "typing", "scrolling", "photo"}, []int{100_000, 1_000_000, 8_000_000, 16_000_000}, 2*time.Second)
 		grid := Grid{
 			FullScreenBits:    []float64{0.5e6, 1e6, 2e6, 4e6, 8e6},
 			KeyframeFactor:    []float64{1, 2, 4, 8},
@@ -72,14 +75,14 @@ func TestFitRecoversContentCosts(t *testing.T) {
 			KindMinFrameBytes: []int{0, -1, 1200, 2500, 5000},
 			KeyframeBits:      []float64{0, 0.25e6, 0.5e6, 1e6},
 		}
-		got, loss, err := Fit(cases, ref, base, grid, 0)
+		got, loss, err := Fit(cases, ref, bareModel, grid, 0)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 		require.Zero(t, loss)
 		// Without the content costs the model is measurably off.
 		plain := want
 		plain.FirstKeyframeBits, plain.Content = 0, nil
-		sums, err := ModelSummaries(cases, plain.Apply(base), 0)
+		sums, err := ModelSummaries(cases, plain.Apply(bareModel), 0)
 		require.NoError(t, err)
 		require.Greater(t, Loss(sums, ref), 0.01)
 	})
@@ -111,24 +114,18 @@ func TestSummariseAndCompare(t *testing.T) {
 func TestFitFindsARateControlThatNeverSkips(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		want := Params{FullScreenBits: 2e6, KeyframeFactor: 4, MinFrameBytes: 5000, SkipBuffer: -1}
-		var cases []Case
-		for _, bps := range []int{100_000, 1_000_000, 8_000_000} {
-			cases = append(cases, Case{Kind: "animation", Bitrate: bps, Length: time.Second})
-		}
-		base := encoder.Config{}
-		ref, err := ModelSummaries(cases, want.Apply(base), 0)
-		require.NoError(t, err)
+		cases, ref := synthetic(t, want, []string{"animation"}, []int{100_000, 1_000_000, 8_000_000}, time.Second)
 		for _, s := range ref {
 			require.Zero(t, s.SkipRate, "the reference never skips")
 		}
 		grid := Grid{FullScreenBits: []float64{2e6}, KeyframeFactor: []float64{4}, MinFrameBytes: []int{300, 5000}}
-		got, loss, err := Fit(cases, ref, base, grid, 0)
+		got, loss, err := Fit(cases, ref, bareModel, grid, 0)
 		require.NoError(t, err)
 		require.Positive(t, loss, "without the switch the skips cannot match")
 		require.Zero(t, got.SkipBuffer)
 
 		grid.SkipBuffer = []time.Duration{0, -1}
-		got, loss, err = Fit(cases, ref, base, grid, 0)
+		got, loss, err = Fit(cases, ref, bareModel, grid, 0)
 		require.NoError(t, err)
 		// The animation's need is over every budget here, so its
 		// whole-screen figure cannot show (the fit keeps its start); the
