@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -50,4 +51,9 @@ func TestRealEncoderAddsItsWork(t *testing.T) {
 	require.Equal(t, model+20*Real1080pPerSecond, Native.Session(sc))
 	sc.Agent.Encoder = "openh264-asm"
 	require.Equal(t, model, Native.Session(sc), "a model's frames are sizes")
+	// The estimate knows the real presets by name: every one OpenH264's
+	// package registers costs its frames' work.
+	for _, name := range openh264.Presets() {
+		require.Positive(t, RealEncoderPerSecond(name), name)
+	}
 }
