@@ -16,6 +16,7 @@ import (
 	"github.com/nuvirahub/latencylab/internal/docregion"
 	"github.com/nuvirahub/latencylab/internal/gcdefault"
 	"github.com/nuvirahub/latencylab/internal/needs"
+	"github.com/nuvirahub/latencylab/lab/estimate"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -150,7 +151,9 @@ func runGroup(t *testing.T, group, entry string) {
 	suite.library = len(lib)
 	suite.mu.Unlock()
 	n := 0
-	for _, sc := range lib {
+	// The costliest first: the parallel subtests start about in the order
+	// they are made, and a long session started last would run alone.
+	for _, sc := range estimate.Native.Longest(lib) {
 		if group != "" && !slices.Contains(sc.Groups, group) {
 			continue
 		}

@@ -10,21 +10,77 @@ import (
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
-func TestBitrateIsTheControllersCappedByTheDownlink(t *testing.T) {
-	sc := &scenarios.Scenario{Duration: 20 * time.Second, Controller: scenarios.Controller{Kind: "fixed", Bitrate: 64_000_000}}
-	require.Equal(t, int64(64_000_000), Bitrate(sc))
-	sc.Network.Down = []scenarios.Phase{{Rate: 1_000_000_000}, {Rate: 10_000_000}}
-	require.Equal(t, int64(10_000_000), Bitrate(sc), "the tightest cap")
-	sc.Network.Down = nil
-	sc.Controller.Steps = []scenarios.Step{{At: time.Second, Bitrate: 100_000_000}}
-	require.Equal(t, int64(100_000_000), Bitrate(sc), "the highest step")
-}
-
 // 64 Mbit/s for 20 s in 1 200-byte packets is 133 333 down; with the
-// acknowledgements, 201 333: the LAN animation's links counted 201 016.
+// acknowledgements 201 333, and 2 000 for the session's 20 s: the LAN
+// animation's links counted 201 016.
 func TestPacketsFromBitrateAndLength(t *testing.T) {
 	sc := &scenarios.Scenario{Duration: 20 * time.Second, Controller: scenarios.Controller{Kind: "fixed", Bitrate: 64_000_000}}
-	require.InDelta(t, 201_333, Packets(sc), 1)
+	require.InDelta(t, 203_333, Packets(sc), 1)
+	require.Equal(t, 20.0, SessionSeconds(sc))
+}
+
+// perSecond is the packets one second of a media session sending bps
+// adds.
+func perSecond(bps float64) float64 { return bps/(8*PacketBytes)*AckShare + SessionPackets }
+
+func TestPacketsFollowTheControllerAndTheCap(t *testing.T) {
+	sc := &scenarios.Scenario{Duration: 10 * time.Second, Controller: scenarios.Controller{Kind: "fixed", Bitrate: 8_000_000}}
+	sc.Network.Down = []scenarios.Phase{{Rate: 2_000_000}, {At: 5 * time.Second, Rate: 100_000_000}}
+	require.InDelta(t, 5*perSecond(2e6)+5*perSecond(8e6), Packets(sc), 1, "the cap in force, phase by phase")
+
+	sc.Network.Down = nil
+	sc.Controller = scenarios.Controller{Kind: "steps", Bitrate: 1_000_000, Steps: []scenarios.Step{{At: 4 * time.Second, Bitrate: 3_000_000}}}
+	require.InDelta(t, 4*perSecond(1e6)+6*perSecond(3e6), Packets(sc), 1, "each step in its time")
+
+	// An adaptive controller climbs to its ceiling or the bottleneck's
+	// rate; without a readable rate, or a ceiling, it stays where it
+	// starts.
+	sc.Controller = scenarios.Controller{Kind: "abr", Bitrate: 150_000, Max: 1_500_000}
+	require.InDelta(t, 10*perSecond(150e3), Packets(sc), 1, "no cap: its start")
+	sc.Network.Down = []scenarios.Phase{{Rate: 1_000_000}}
+	require.InDelta(t, 10*perSecond(1e6), Packets(sc), 1, "the cap below its ceiling")
+	sc.Network.Down = []scenarios.Phase{{Rate: 4_000_000}}
+	require.InDelta(t, 10*perSecond(1.5e6), Packets(sc), 1, "its ceiling below the cap")
+	sc.Network.Down = []scenarios.Phase{{Rate: 4_000_000, Trace: &scenarios.Trace{File: "x.down"}}}
+	require.InDelta(t, 10*perSecond(150e3), Packets(sc), 1, "a trace's rate is not read")
+}
+
+func TestStillAndTypingScreensSendLittle(t *testing.T) {
+	sc := &scenarios.Scenario{Duration: 10 * time.Second, Controller: scenarios.Controller{Kind: "fixed", Bitrate: 4_000_000},
+		Screen: []scenarios.ScreenPhase{{Source: "animation"}, {At: 2 * time.Second, Source: "still"}, {At: 6 * time.Second, Source: "typing"}}}
+	require.InDelta(t, 2*perSecond(4e6)+4*0.1*perSecond(4e6), Packets(sc), 1)
+	require.Equal(t, 10.0, SessionSeconds(sc), "a still session still costs its seconds")
+}
+
+// Competing traffic carries most of the RFC 8867 cases' packets: a bulk
+// transfer fills the bottleneck beside the video, a session flow sends
+// its own video and costs its own seconds, cbr its rate, web little.
+func TestFlowsAddTheirTraffic(t *testing.T) {
+	sc := &scenarios.Scenario{Duration: 10 * time.Second, Controller: scenarios.Controller{Kind: "fixed", Bitrate: 1_000_000}}
+	sc.Network.Down = []scenarios.Phase{{Rate: 4_000_000}}
+	sc.Network.Up = []scenarios.Phase{{Rate: 2_000_000}}
+	alone := Packets(sc)
+
+	sc.Traffic = []scenarios.Flow{{Name: "download", Kind: "tcp-bulk", Start: 5 * time.Second}}
+	require.InDelta(t, 5*perSecond(1e6)+5*(perSecond(4e6)), Packets(sc), 1, "from its start the link is full")
+
+	sc.Traffic = []scenarios.Flow{{Name: "upload", Kind: "quic-bulk", Direction: "up"}}
+	require.InDelta(t, alone+10*2e6/(8*PacketBytes)*AckShare, Packets(sc), 1, "up, it fills the uplink")
+
+	sc.Traffic = []scenarios.Flow{{Name: "other", Kind: "session", Start: 2 * time.Second, Stop: 6 * time.Second,
+		Controller: &scenarios.Controller{Kind: "fixed", Bitrate: 500_000}}}
+	require.InDelta(t, alone+4*perSecond(500e3), Packets(sc), 1)
+	require.Equal(t, 14.0, SessionSeconds(sc), "its 4 s beside the session's 10")
+
+	sc.Traffic = []scenarios.Flow{{Name: "camera", Kind: "reverse-media"}}
+	require.InDelta(t, alone+10*perSecond(1e6), Packets(sc), 1, "the scenario's controller, up")
+	require.Equal(t, 20.0, SessionSeconds(sc))
+
+	sc.Traffic = []scenarios.Flow{{Name: "voice", Kind: "cbr", Rate: 64_000}}
+	require.InDelta(t, alone+10*64e3/(8*PacketBytes)*AckShare, Packets(sc), 1)
+
+	sc.Traffic = []scenarios.Flow{{Name: "browse", Kind: "web", Think: 10 * time.Second, Object: &scenarios.ObjectSizes{Mean: 100_000}}}
+	require.InDelta(t, alone+10*80e3/(8*PacketBytes)*AckShare, Packets(sc), 1, "a mean object per think time")
 }
 
 func TestRunSpreadsSessionsOverCores(t *testing.T) {
@@ -36,7 +92,7 @@ func TestRunSpreadsSessionsOverCores(t *testing.T) {
 	require.Equal(t, 8*time.Second, m.Run(scs, 1))
 	require.Equal(t, 4*time.Second, m.Run(scs, 2))
 	require.Equal(t, time.Second, m.Run(scs, 100), "never less than the longest session")
-	require.Equal(t, "estimate: 8 sessions, 8m0s of session time, about 0 thousand packets: about 4s test on 2 cores (1s per session, 0s per session second, 0s per packet; docs/performance.md)", m.Line(scs, 2))
+	require.Equal(t, "estimate: 8 sessions, 8m0s of session time, about 48 thousand packets: about 4s test on 2 cores (1s per session, 0s per session second, 0s per packet; docs/performance.md)", m.Line(scs, 2))
 }
 
 // A real encoder's session costs its frames' work on top of its packets:

@@ -17,8 +17,8 @@ import (
 // pieces: a verdict table, a per-scenario table, and for a scenario that
 // changed its latency distributions side by side and its runs over time.
 
-// estimate writes a value and its interval: "23.3 ms [23.1, 23.5]".
-func estimate(m reports.Metric, v, lo, hi float64, signed bool) string {
+// withInterval writes a value and its interval: "23.3 ms [23.1, 23.5]".
+func withInterval(m reports.Metric, v, lo, hi float64, signed bool) string {
 	f := m.Format
 	if signed {
 		f = m.FormatSigned
@@ -36,9 +36,9 @@ func verdictRow(v reports.Verdict) []string {
 		ks = fmt.Sprintf("%.2f, %s", v.KSD, reports.FormatP(v.KSP))
 	}
 	return []string{v.Scenario, m.Name, string(v.Outcome),
-		estimate(m, v.A.Value, v.A.CI.Lo, v.A.CI.Hi, false) + fmt.Sprintf(" (%d runs)", v.RunsA),
-		estimate(m, v.B.Value, v.B.CI.Lo, v.B.CI.Hi, false) + fmt.Sprintf(" (%d runs)", v.RunsB),
-		estimate(m, v.Diff.Value, v.Diff.CI.Lo, v.Diff.CI.Hi, true),
+		withInterval(m, v.A.Value, v.A.CI.Lo, v.A.CI.Hi, false) + fmt.Sprintf(" (%d runs)", v.RunsA),
+		withInterval(m, v.B.Value, v.B.CI.Lo, v.B.CI.Hi, false) + fmt.Sprintf(" (%d runs)", v.RunsB),
+		withInterval(m, v.Diff.Value, v.Diff.CI.Lo, v.Diff.CI.Hi, true),
 		m.Format(v.MinChange), ks}
 }
 

@@ -13,17 +13,20 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/estimate"
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/sessionproc"
@@ -179,23 +182,41 @@ func (p Plan) expand() ([]Session, []job) {
 // start queues the jobs and returns the queue and the function that
 // records a finished session: the progress line, and Finished.
 func (p Plan) start(out []Session, jobs []job) (<-chan job, func(*Session, *scenarios.Scenario)) {
+	// The costliest sessions first (estimate.Model.Longest), so that a
+	// long one does not start last and run alone; the time left is told
+	// from the estimated cost of what is done and what is not, as the
+	// first sessions done are the longest.
+	model := estimate.Native
+	if p.Exact != nil {
+		model = estimate.Exact
+	}
+	costs := map[*scenarios.Scenario]time.Duration{}
+	var todo time.Duration
+	for _, j := range jobs {
+		costs[j.sc] = model.Session(j.sc)
+		todo += costs[j.sc]
+	}
+	jobs = slices.Clone(jobs)
+	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(costs[b.sc], costs[a.sc]) })
 	var (
-		mu      sync.Mutex
-		done    int
-		virtual time.Duration
+		mu       sync.Mutex
+		done     int
+		doneCost time.Duration
+		virtual  time.Duration
 	)
 	start := time.Now()
 	finish := func(s *Session, sc *scenarios.Scenario) {
 		mu.Lock()
 		defer mu.Unlock()
 		done++
+		doneCost += costs[sc]
 		virtual += sc.Duration
 		if p.Finished != nil {
 			p.Finished(*s, done, len(jobs))
 		}
 		if p.Progress != nil {
 			el := time.Since(start)
-			left := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
+			left := time.Duration(float64(el) / float64(max(doneCost, 1)) * float64(todo-doneCost))
 			fmt.Fprintf(p.Progress, "[%*d/%d] %-12s %-28s seed %-6d %5.2f s wall; %.0fx real time, about %s left\n",
 				len(fmt.Sprint(len(jobs))), done, len(jobs), s.Variant, s.Scenario, s.Seed, s.Wall.Seconds(),
 				virtual.Seconds()/el.Seconds(), left.Round(time.Second))

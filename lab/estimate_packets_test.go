@@ -1,0 +1,63 @@
+package lab
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nuvirahub/latencylab/lab/estimate"
+	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// TestEstimateCountsTheLibrarysPackets holds the estimate that lab test
+// and the sweep print at their start to what the library's sessions
+// carry: the library's packets in all within 15% of the model's, and
+// each session that carries more than 50 thousand (the ones that decide
+// a run's time) within 40%: an adaptive controller without a
+// written ceiling is taken at its start, and the ABR climbs above it where
+// the link allows (abr-capacity-drop: 0.72 of what it carries). The sessions are the library suite's (run
+// once per test binary, shared with TestLibrary).
+func TestEstimateCountsTheLibrarysPackets(t *testing.T) {
+	lib, err := scenarios.Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sessions side by side, as the suite runs them (each runs once
+	// per test binary, whichever test reaches it first).
+	entries := make([]SuiteEntry, len(lib))
+	t.Run("sessions", func(t *testing.T) {
+		for _, sc := range estimate.Native.Longest(lib) {
+			i := slices.Index(lib, sc)
+			t.Run(sc.Name, func(t *testing.T) {
+				t.Parallel()
+				entries[i] = runLibraryScenario(t, sc, fmt.Sprintf("go test ./lab -run 'Library/%s$' -v", sc.Name))
+			})
+		}
+	})
+	var predicted, counted float64
+	var table strings.Builder
+	table.WriteString("| scenario | packets counted | estimated | ratio |\n|---|---|---|---|\n")
+	for i, sc := range lib {
+		e := entries[i]
+		if e.Skipped {
+			continue // its trace is in ../shared: neither side counts it
+		}
+		if e.Err != nil {
+			t.Fatalf("%s: %v", sc.Name, e.Err)
+		}
+		links := e.Result.Links
+		got := float64(links.Up.OfferedPackets + links.Down.OfferedPackets)
+		want := estimate.Packets(sc)
+		predicted += want
+		counted += got
+		fmt.Fprintf(&table, "| %s | %.0f | %.0f | %.2f |\n", sc.Name, got, want, want/got)
+		if got > 50_000 && (want < got/1.4 || want > got*1.4) {
+			t.Errorf("%s: %.0f packets estimated, %.0f counted: more than 40%% off", sc.Name, want, got)
+		}
+	}
+	t.Logf("\n%s| all | %.0f | %.0f | %.2f |", table.String(), counted, predicted, predicted/counted)
+	if predicted < counted/1.15 || predicted > counted*1.15 {
+		t.Errorf("the library: %.0f packets estimated, %.0f counted: more than 15%% off", predicted, counted)
+	}
+}
