@@ -380,9 +380,6 @@ func writeTestOutputs(o testOptions, outcomes []filetest.Outcome, verdicts []fil
 			continue
 		}
 		file := filepath.Join(o.out, resultName(oc, o.seedsSet))
-		if err := result.Write(file, oc.Result); err != nil {
-			return err
-		}
 		// Named as the progress and the summary name them; names are
 		// unique, and so are a scenario's seeds.
 		e := reportEntry{file: file, result: oc.Result, label: oc.Scenario}
@@ -391,6 +388,10 @@ func writeTestOutputs(o testOptions, outcomes []filetest.Outcome, verdicts []fil
 		}
 		e.slug = slug(e.label)
 		entries = append(entries, e)
+	}
+	// Written on every core: the library's results are 90 MB of JSON.
+	if err := onEveryCore(len(entries), func(i int) error { return result.Write(entries[i].file, entries[i].result) }); err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(o.out, "summary.md"), []byte(summary), 0o644); err != nil {
 		return err

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab/result"
@@ -40,13 +42,14 @@ func report(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var entries []reportEntry
-	for _, f := range files {
-		r, err := result.Read(f)
-		if err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		entries = append(entries, reportEntry{file: f, result: r})
+	// Read on every core: a quarter of a report's time is decoding JSON.
+	entries := make([]reportEntry, len(files))
+	if err := onEveryCore(len(files), func(i int) error {
+		r, err := result.Read(files[i])
+		entries[i] = reportEntry{file: files[i], result: r}
+		return err
+	}); err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	label(entries)
 	doc, err := reportDoc(entries, "Rendered by `lab report` from "+strings.Join(quoteAll(fs.Args()), ", ")+".")
@@ -189,14 +192,52 @@ func reportDoc(entries []reportEntry, origin string) (*render.Doc, error) {
 		Caption: "Cumulative distribution of each scenario's latency over its displayed frames; dotted lines at the median and the 95th percentile.",
 	})
 	doc.Sections = append(doc.Sections, summary)
-	for _, e := range entries {
-		s, err := scenarioSection(e)
-		if err != nil {
-			return nil, err
-		}
-		doc.Sections = append(doc.Sections, s)
+	sections, err := scenarioSections(entries)
+	if err != nil {
+		return nil, err
 	}
+	doc.Sections = append(doc.Sections, sections...)
 	return doc, nil
+}
+
+// scenarioSections draws each entry's section, on every core: the plots
+// (PNG encoding most of all) are two thirds of a report's time, 3.9 s of
+// 5.4 for the library's 49 results on one core. The sections keep the
+// entries' order.
+func scenarioSections(entries []reportEntry) ([]render.Section, error) {
+	sections := make([]render.Section, len(entries))
+	err := onEveryCore(len(entries), func(i int) (err error) {
+		sections[i], err = scenarioSection(entries[i])
+		return err
+	})
+	return sections, err
+}
+
+// onEveryCore calls do(0) to do(n-1), as many at once as there are cores,
+// and returns the error of the lowest i that failed, so that a run's
+// error does not depend on which core came first.
+func onEveryCore(n int, do func(i int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = do(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func quoteAll(ss []string) []string {
