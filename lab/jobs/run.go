@@ -198,6 +198,15 @@ func (p Plan) start(out []Session, jobs []job) (<-chan job, func(*Session, *scen
 	}
 	jobs = slices.Clone(jobs)
 	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(costs[b.sc], costs[a.sc]) })
+	if p.Progress != nil {
+		// What the run will take, before its first session (the
+		// nightly, compare and the sweep print it so).
+		scs := make([]*scenarios.Scenario, len(jobs))
+		for i, j := range jobs {
+			scs[i] = j.sc
+		}
+		fmt.Fprintln(p.Progress, model.Line(scs, p.workers()))
+	}
 	var (
 		mu       sync.Mutex
 		done     int

@@ -73,8 +73,10 @@ func TestRunRunsThePlan(t *testing.T) {
 	require.ErrorContains(t, sessions[6].Err, "variant busy: not this one")
 	base, busy := sessions[0].Result.Summary.Latency.Median, sessions[4].Result.Summary.Latency.Median
 	require.Greater(t, busy, base+100*time.Millisecond, "the busy PC's 130 ms encodes show")
-	require.Equal(t, 6, strings.Count(progress.String(), "\n"), "a progress line per session run")
-	require.Contains(t, progress.String(), "x real time")
+	lines := strings.Split(strings.TrimSuffix(progress.String(), "\n"), "\n")
+	require.Len(t, lines, 7, "the estimate, then a progress line per session run")
+	require.True(t, strings.HasPrefix(lines[0], "estimate: 6 sessions, "), lines[0])
+	require.Contains(t, lines[1], "x real time")
 	require.Len(t, finished, 6, "Finished is told of every session run")
 	for i, f := range finished {
 		require.True(t, strings.HasPrefix(f, fmt.Sprintf("%d/6 ", i+1)), "one call at a time, counting up: %q", f)

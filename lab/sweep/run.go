@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab/estimate"
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/lab/measure"
@@ -130,19 +129,7 @@ func RunShard(t *testing.T, g Grid, i, n int, o RunOptions) (*Part, error) {
 	if len(points) == 0 {
 		return part, nil // more shards than points: an empty, valid part
 	}
-	if o.Progress != nil {
-		// Every point runs every scenario at every seed: the estimate
-		// counts each session once.
-		var all []*scenarios.Scenario
-		for range len(points) * len(g.Seeds) {
-			all = append(all, scs...)
-		}
-		model := estimate.Native
-		if o.Exact != nil {
-			model = estimate.Exact
-		}
-		fmt.Fprintln(o.Progress, model.Line(all, workers))
-	}
+	// jobs.Run prints the estimate of every point's sessions first.
 	began := time.Now()
 	sessions := jobs.Run(t, jobs.Plan{Scenarios: scs, Variants: variants, Seeds: g.Seeds, Parallel: workers, Progress: o.Progress, Exact: o.Exact})
 	part.Wall = time.Since(began)
