@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -159,7 +160,7 @@ func demand(sc *scenarios.Scenario, t time.Duration) (down, up, moving float64) 
 		case "cbr":
 			bps = float64(f.Rate)
 		case "web":
-			object, think := 10710.0, 30*time.Second // the defaults: 3GPP's HTTP main object, the lab's think time
+			object, think := float64(flows.DefaultWebMean), flows.DefaultWebThink
 			if f.Object != nil && f.Object.Mean > 0 {
 				object = float64(f.Object.Mean)
 			}
