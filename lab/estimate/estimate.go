@@ -85,9 +85,9 @@ const step = 100 * time.Millisecond
 // coming back.
 //
 // What a flow sends: a fixed or stepped video its bitrate; an adaptive
-// one (abr, gcc) its ceiling (max, or else the bottleneck's rate, or else
-// where it starts), since it climbs until the link or the ceiling stops
-// it; a still screen nothing (a few refinement passes). Bulk transfers
+// one (abr, gcc) its written max or the bottleneck's rate, whichever is
+// lower, and where it starts without either (see video); a still screen
+// nothing, typing a tenth (see share). Bulk transfers
 // fill the bottleneck; cbr sends its rate; web its mean object per think
 // time. A link replaying a trace, or without a rate, caps nothing: the
 // flows' demand decides. Competing flows are most of the cost of the
@@ -97,13 +97,15 @@ func Packets(sc *scenarios.Scenario) float64 {
 	var bits, overhead float64
 	for t := time.Duration(0); t < sc.Duration; t += step {
 		dt := min(step, sc.Duration-t).Seconds()
-		down, up, moving := demand(sc, t)
+		downRate, downCapped := rateAt(sc.Network.Down, t)
+		upRate, upCapped := rateAt(sc.Network.Up, t)
+		down, up, moving := demand(sc, t, downRate, downCapped, upRate, upCapped)
 		overhead += moving * SessionPackets * dt
-		if rate, capped := rateAt(sc.Network.Down, t); capped {
-			down = min(down, float64(rate))
+		if downCapped {
+			down = min(down, float64(downRate))
 		}
-		if rate, capped := rateAt(sc.Network.Up, t); capped {
-			up = min(up, float64(rate))
+		if upCapped {
+			up = min(up, float64(upRate))
 		}
 		bits += (down + up) * dt
 	}
@@ -125,11 +127,10 @@ func SessionSeconds(sc *scenarios.Scenario) float64 {
 }
 
 // demand is what the flows in force at t send down and up, in bits per
-// second, before the bottlenecks, and how many media sessions send then
-// (each weighted by its screen's share, see share).
-func demand(sc *scenarios.Scenario, t time.Duration) (down, up, moving float64) {
-	downRate, downCapped := rateAt(sc.Network.Down, t)
-	upRate, upCapped := rateAt(sc.Network.Up, t)
+// second, before the bottlenecks (whose rates in force at t it is given),
+// and how many media sessions send then (each weighted by its screen's
+// share, see share).
+func demand(sc *scenarios.Scenario, t time.Duration, downRate int64, downCapped bool, upRate int64, upCapped bool) (down, up, moving float64) {
 	moving = share(sc.Screen, t)
 	down = moving * video(sc.Controller, downRate, downCapped, t)
 	for _, f := range sc.Traffic {

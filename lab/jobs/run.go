@@ -13,13 +13,11 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -191,20 +189,23 @@ func (p Plan) start(out []Session, jobs []job) (<-chan job, func(*Session, *scen
 		model = estimate.Exact
 	}
 	costs := map[*scenarios.Scenario]time.Duration{}
+	byScenario := map[*scenarios.Scenario]job{} // each job has its own copy
+	scs := make([]*scenarios.Scenario, len(jobs))
 	var todo time.Duration
-	for _, j := range jobs {
+	for i, j := range jobs {
 		costs[j.sc] = model.Session(j.sc)
 		todo += costs[j.sc]
+		byScenario[j.sc] = j
+		scs[i] = j.sc
 	}
-	jobs = slices.Clone(jobs)
-	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(costs[b.sc], costs[a.sc]) })
+	scs = model.Longest(scs)
+	jobs = make([]job, len(scs))
+	for i, sc := range scs {
+		jobs[i] = byScenario[sc]
+	}
 	if p.Progress != nil {
 		// What the run will take, before its first session (the
 		// nightly, compare and the sweep print it so).
-		scs := make([]*scenarios.Scenario, len(jobs))
-		for i, j := range jobs {
-			scs[i] = j.sc
-		}
 		fmt.Fprintln(p.Progress, model.Line(scs, p.workers()))
 	}
 	var (
