@@ -56,6 +56,9 @@ func RegisterFlags(fs *flag.FlagSet) {
 // Job is what the flags ask for.
 type Job struct {
 	Grid Grid
+	// GridFile is the grid file the job read, absolute; Args passes it on
+	// for a grid of candidates, which no flag spells.
+	GridFile string
 	// Shard is the shard to run.
 	Shard ShardID
 	// Out is the output folder.
@@ -99,6 +102,7 @@ func JobFromFlags(fs *flag.FlagSet, root string) (Job, error) {
 			return j, err
 		}
 		j.Grid = g
+		j.GridFile = abs(file)
 	}
 	for _, a := range axes {
 		if given[a.key] {
@@ -173,6 +177,12 @@ func (j Job) Args() ([]string, error) {
 	}
 	g := &j.Grid
 	var args []string
+	if len(g.Candidates) > 0 {
+		if j.GridFile == "" {
+			return nil, errors.New("sweep: a grid of candidates is passed on as its file, and this job read none")
+		}
+		args = append(args, "-"+FlagGrid+"="+j.GridFile)
+	}
 	for _, a := range axes {
 		var vals []string
 		for i := range a.length(g) {

@@ -61,6 +61,20 @@ type Grid struct {
 	// -20%, 0.15 is +15%).
 	Decrease []float64 `json:"decrease,omitempty"`
 	Increase []float64 `json:"increase,omitempty"`
+	// Window is the span whose median latency the ABR judges. (Its
+	// baseline span is left to the scenarios: the jobs' flag -baseline is
+	// the nightly's.)
+	Window []time.Duration `json:"window_ns,omitempty"`
+	// Min and Max bound the bitrate, in bits/s. They are part of a
+	// scenario's test case (the RMCAT cases fix 150 kbit/s to 1.5 Mbit/s),
+	// so a sweep or tune varies them only when asked.
+	Min []int64 `json:"min_bps,omitempty"`
+	Max []int64 `json:"max_bps,omitempty"`
+	// Candidates, when given, are the grid's points themselves rather
+	// than the product of the axes (which must then be empty): the points
+	// a tune proposes, between any grid's values. Their Index and ID are
+	// set by Points.
+	Candidates []Point `json:"candidates,omitempty"`
 	// Scenarios are names in the scenario library, or paths of scenario
 	// files (anything ending in .yaml or .yml).
 	Scenarios []string `json:"scenarios"`
@@ -77,8 +91,8 @@ type Grid struct {
 // axis is one ABR parameter of the grid: its key in grid files and flags,
 // the letter that names it in point IDs, and where its values live in a
 // Grid and a Point (in a scenarios.Controller, the key names the field:
-// Controller.ABRDuration, ABRShare). Exactly one of the pairs (durs, dur)
-// and (shares, share) is set.
+// Controller.ABRDuration, ABRShare, Min and Max). Exactly one of the pairs
+// (durs, dur), (shares, share) and (rates, rate) is set.
 type axis struct {
 	key, letter string
 	what        string // for errors: "a duration above 0s"
@@ -89,6 +103,9 @@ type axis struct {
 	shares func(*Grid) *[]float64
 	share  func(*Point) *float64
 	ok     func(float64) bool
+
+	rates func(*Grid) *[]int64
+	rate  func(*Point) *int64
 }
 
 // axes are the grid's parameters, in the order points are enumerated
@@ -114,6 +131,17 @@ var axes = []axis{
 	{key: "close", letter: "c", what: "a duration above 0s, like 20ms",
 		durs: func(g *Grid) *[]time.Duration { return &g.Close },
 		dur:  func(p *Point) *time.Duration { return &p.Close }},
+	// Added after the first six: a new axis goes last, so that the grids
+	// written before keep their points, indices and IDs.
+	{key: "window", letter: "w", what: "a duration above 0s, like 1s",
+		durs: func(g *Grid) *[]time.Duration { return &g.Window },
+		dur:  func(p *Point) *time.Duration { return &p.Window }},
+	{key: "min", letter: "min", what: "a rate above 0bit/s, like 150kbit/s",
+		rates: func(g *Grid) *[]int64 { return &g.Min },
+		rate:  func(p *Point) *int64 { return &p.Min }},
+	{key: "max", letter: "max", what: "a rate above 0bit/s, like 1.5Mbit/s",
+		rates: func(g *Grid) *[]int64 { return &g.Max },
+		rate:  func(p *Point) *int64 { return &p.Max }},
 }
 
 // AxisKeys are the grid's parameters as grid files and flags name them,
@@ -128,18 +156,59 @@ func AxisKeys() []string {
 
 // length is how many values the axis has in g.
 func (a axis) length(g *Grid) int {
-	if a.durs != nil {
+	switch {
+	case a.durs != nil:
 		return len(*a.durs(g))
+	case a.rates != nil:
+		return len(*a.rates(g))
 	}
 	return len(*a.shares(g))
 }
 
 // format writes the axis's i-th value in g as a grid file would.
 func (a axis) format(g *Grid, i int) string {
-	if a.durs != nil {
+	switch {
+	case a.durs != nil:
 		return scenarios.FormatDuration((*a.durs(g))[i])
+	case a.rates != nil:
+		return scenarios.FormatRate((*a.rates(g))[i])
 	}
 	return scenarios.FormatPercent((*a.shares(g))[i])
+}
+
+// set says whether the point sets the axis's parameter (a zero value
+// leaves the scenario's own).
+func (a axis) set(p *Point) bool {
+	switch {
+	case a.dur != nil:
+		return *a.dur(p) != 0
+	case a.rate != nil:
+		return *a.rate(p) != 0
+	}
+	return *a.share(p) != 0
+}
+
+// formatPoint writes the point's value of the axis as a grid file would.
+func (a axis) formatPoint(p *Point) string {
+	switch {
+	case a.dur != nil:
+		return scenarios.FormatDuration(*a.dur(p))
+	case a.rate != nil:
+		return scenarios.FormatRate(*a.rate(p))
+	}
+	return scenarios.FormatPercent(*a.share(p))
+}
+
+// copyValue sets the point's value of the axis to the grid's i-th.
+func (a axis) copyValue(g *Grid, i int, p *Point) {
+	switch {
+	case a.durs != nil:
+		*a.dur(p) = (*a.durs(g))[i]
+	case a.rates != nil:
+		*a.rate(p) = (*a.rates(g))[i]
+	default:
+		*a.share(p) = (*a.shares(g))[i]
+	}
 }
 
 // parse reads one value of the axis and appends it to g. Its errors are
@@ -159,6 +228,20 @@ func (a axis) parse(g *Grid, s string) error {
 		*a.durs(g) = append(*a.durs(g), d)
 		return nil
 	}
+	if a.rates != nil {
+		r, err := scenarios.ParseRate(s)
+		if err != nil {
+			return err
+		}
+		if r <= 0 {
+			return fmt.Errorf("%s out of range: expected %s", s, a.what)
+		}
+		if slices.Contains(*a.rates(g), r) {
+			return fmt.Errorf("%s is given twice: each value once, or two points would be the same", s)
+		}
+		*a.rates(g) = append(*a.rates(g), r)
+		return nil
+	}
 	// ParsePercent reads 0% to 100%: an increase above 100% (more than
 	// doubling per step) is out of a sweep's reach, which is a range worth
 	// the shared parser rather than one of our own.
@@ -174,6 +257,18 @@ func (a axis) parse(g *Grid, s string) error {
 	}
 	*a.shares(g) = append(*a.shares(g), f)
 	return nil
+}
+
+// clear empties the axis in g.
+func (a axis) clear(g *Grid) {
+	switch {
+	case a.durs != nil:
+		*a.durs(g) = nil
+	case a.rates != nil:
+		*a.rates(g) = nil
+	default:
+		*a.shares(g) = nil
+	}
 }
 
 func axisByKey(key string) (axis, bool) {
@@ -193,11 +288,7 @@ func (g *Grid) SetAxis(key, list string) error {
 	if !ok {
 		return fmt.Errorf("unknown parameter %q: expected %s", key, strings.Join(AxisKeys(), ", "))
 	}
-	if a.durs != nil {
-		*a.durs(g) = nil
-	} else {
-		*a.shares(g) = nil
-	}
+	a.clear(g)
 	if strings.TrimSpace(list) == "" {
 		return nil
 	}
@@ -290,6 +381,41 @@ func (g Grid) Validate() error {
 			}
 		}
 	}
+	if len(g.Candidates) > 0 {
+		for _, a := range axes {
+			if a.length(&g) > 0 {
+				errs = append(errs, fmt.Errorf("%s: a grid lists its candidates or its axes' values, not both", a.key))
+			}
+		}
+		seen := map[string]int{}
+		for i, p := range g.Points() {
+			if err := p.check(); err != nil {
+				errs = append(errs, fmt.Errorf("candidates[%d]: %w", i, err))
+			}
+			if j, dup := seen[p.ID]; dup {
+				errs = append(errs, fmt.Errorf("candidates[%d]: the same as candidates[%d] (%s)", i, j, p.ID))
+			}
+			seen[p.ID] = i
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// check tells whether every value the point sets is in its axis's range.
+func (p Point) check() error {
+	var errs []error
+	for _, a := range axes {
+		if !a.set(&p) {
+			continue
+		}
+		var one Grid
+		if err := a.parse(&one, a.formatPoint(&p)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a.key, err))
+		}
+	}
+	if p.Min != 0 && p.Max != 0 && p.Min > p.Max {
+		errs = append(errs, fmt.Errorf("min %s is above max %s", scenarios.FormatRate(p.Min), scenarios.FormatRate(p.Max)))
+	}
 	return errors.Join(errs...)
 }
 
@@ -303,7 +429,7 @@ func LoadGrid(file string) (Grid, error) {
 }
 
 // gridKeys are the keys of a grid file besides the axes.
-var gridKeys = []string{"scenarios", "seeds", "warmup", "duration"}
+var gridKeys = []string{"candidates", "scenarios", "seeds", "warmup", "duration"}
 
 // ParseGrid reads a grid file: a YAML mapping of the axes (each a list of
 // values with their units, or a single value), scenarios (a list of
@@ -383,6 +509,19 @@ func ParseGrid(file string, data []byte) (Grid, error) {
 			continue
 		}
 		switch key {
+		case "candidates":
+			if v.Kind != yaml.SequenceNode {
+				fail(v, key, "expected a list of points like [{threshold: 63ms, decrease: 18.5%}]")
+				continue
+			}
+			for j, it := range v.Content {
+				p, err := parseCandidate(file, fmt.Sprintf("candidates[%d]", j), it)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				g.Candidates = append(g.Candidates, p)
+			}
 		case "scenarios":
 			if !scalars("a scenario name or file, or a list of them") {
 				continue
@@ -424,4 +563,83 @@ func ParseGrid(file string, data []byte) (Grid, error) {
 		}
 	}
 	return g, errors.Join(errs...)
+}
+
+// parseCandidate reads one point of a grid's candidates: a mapping of
+// axis keys to one value each.
+func parseCandidate(file, field string, n *yaml.Node) (Point, error) {
+	var p Point
+	if n.Kind != yaml.MappingNode {
+		return p, &scenarios.Error{File: file, Line: n.Line, Field: field, Msg: "expected a mapping of parameters like {threshold: 63ms, decrease: 18.5%}"}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		at := field + "." + k.Value
+		a, ok := axisByKey(k.Value)
+		switch {
+		case !ok:
+			errs = append(errs, &scenarios.Error{File: file, Line: k.Line, Field: at, Msg: fmt.Sprintf("unknown parameter %q: expected %s", k.Value, strings.Join(AxisKeys(), ", "))})
+			continue
+		case seen[k.Value]:
+			errs = append(errs, &scenarios.Error{File: file, Line: k.Line, Field: at, Msg: "given twice"})
+			continue
+		case v.Kind != yaml.ScalarNode:
+			errs = append(errs, &scenarios.Error{File: file, Line: v.Line, Field: at, Msg: "expected " + a.what})
+			continue
+		}
+		seen[k.Value] = true
+		var one Grid
+		if err := a.parse(&one, v.Value); err != nil {
+			errs = append(errs, &scenarios.Error{File: file, Line: v.Line, Field: at, Msg: err.Error()})
+			continue
+		}
+		a.copyValue(&one, 0, &p)
+	}
+	if len(errs) == 0 && len(seen) == 0 {
+		errs = append(errs, &scenarios.Error{File: file, Line: n.Line, Field: field, Msg: "no parameters: expected at least one, like {threshold: 63ms}"})
+	}
+	return p, errors.Join(errs...)
+}
+
+// FormatGrid writes the grid as a grid file that ParseGrid reads back to
+// the same grid: its axes or candidates, scenarios, seeds, warm-up and
+// duration. The tune writes its generations so, for lab sweep to run.
+func FormatGrid(g Grid) []byte {
+	var b bytes.Buffer
+	for _, a := range axes {
+		if n := a.length(&g); n > 0 {
+			vals := make([]string, n)
+			for i := range n {
+				vals[i] = a.format(&g, i)
+			}
+			fmt.Fprintf(&b, "%s: [%s]\n", a.key, strings.Join(vals, ", "))
+		}
+	}
+	if len(g.Candidates) > 0 {
+		b.WriteString("candidates:\n")
+		for _, p := range g.Candidates {
+			var kv []string
+			for _, a := range axes {
+				if a.set(&p) {
+					kv = append(kv, a.key+": "+a.formatPoint(&p))
+				}
+			}
+			fmt.Fprintf(&b, "  - {%s}\n", strings.Join(kv, ", "))
+		}
+	}
+	fmt.Fprintf(&b, "scenarios: [%s]\n", strings.Join(g.Scenarios, ", "))
+	if len(g.Seeds) > 0 {
+		seeds := make([]string, len(g.Seeds))
+		for i, s := range g.Seeds {
+			seeds[i] = strconv.FormatUint(s, 10)
+		}
+		fmt.Fprintf(&b, "seeds: [%s]\n", strings.Join(seeds, ", "))
+	}
+	fmt.Fprintf(&b, "warmup: %s\n", scenarios.FormatDuration(g.Warmup))
+	if g.Duration > 0 {
+		fmt.Fprintf(&b, "duration: %s\n", scenarios.FormatDuration(g.Duration))
+	}
+	return b.Bytes()
 }

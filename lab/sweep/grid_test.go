@@ -121,9 +121,10 @@ func TestJobFromFlags(t *testing.T) {
 	require.Equal(t, ShardID{I: 2, N: 3}, j.Shard)
 	require.Equal(t, filepath.Join(dir, "res"), j.Out)
 	require.Equal(t, 3, j.Parallel)
+	require.Equal(t, grid, j.GridFile)
 
 	// Args spells the job out for the entry point, which reads it back
-	// the same.
+	// the same (a grid of axes needs no file).
 	args, err := j.Args()
 	require.NoError(t, err)
 	again := flag.NewFlagSet("again", flag.ContinueOnError)
@@ -131,6 +132,7 @@ func TestJobFromFlags(t *testing.T) {
 	require.NoError(t, again.Parse(args))
 	j2, err := JobFromFlags(again, "/nowhere")
 	require.NoError(t, err)
+	j.GridFile = ""
 	require.Equal(t, j, j2)
 }
 
@@ -194,4 +196,67 @@ func FuzzParseGrid(f *testing.F) {
 			seen[p.ID] = true
 		}
 	})
+}
+
+// A grid of candidates (what lab tune writes for lab sweep to run) reads
+// back from FormatGrid to the same grid, and its points are the
+// candidates in their order, named by their values.
+func TestGridOfCandidatesRoundTrips(t *testing.T) {
+	g := Grid{
+		Candidates: []Point{
+			{Threshold: 63 * time.Millisecond, Decrease: 0.185, Window: 1200 * time.Millisecond, Max: 2_500_000},
+			{Threshold: 41 * time.Millisecond, Hold: 900 * time.Millisecond, Min: 150_000, Max: 1_500_000},
+		},
+		Scenarios: []string{"abr-lossy"},
+		Seeds:     []uint64{1, 2},
+		Warmup:    2 * time.Second,
+	}
+	require.NoError(t, g.Validate())
+	text := FormatGrid(g)
+	back, err := ParseGrid("gen.yaml", text)
+	require.NoError(t, err, "%s", text)
+	require.Equal(t, g, back, "%s", text)
+	pts := back.Points()
+	require.Len(t, pts, 2)
+	require.Equal(t, "t63ms/d18.5%/w1200ms/max2500kbit", pts[0].ID)
+	require.Equal(t, "t41ms/h900ms/min150kbit/max1500kbit", pts[1].ID)
+	require.Equal(t, 1, pts[1].Index)
+	keys, vals := pts[1].Params(back)
+	require.Equal(t, []string{"threshold", "decrease", "hold", "window", "min", "max"}, keys)
+	require.Equal(t, []string{"41ms", "as written", "900ms", "as written", "150kbit/s", "1500kbit/s"}, vals)
+
+	sc := &scenarios.Scenario{}
+	lib, err := scenarios.Library()
+	require.NoError(t, err)
+	for _, s := range lib {
+		if s.Name == "abr-lossy" {
+			c := *s
+			sc = &c
+		}
+	}
+	require.NoError(t, pts[1].Apply(sc))
+	require.Equal(t, int64(150_000), sc.Controller.Min)
+	require.Equal(t, int64(1_500_000), sc.Controller.Max)
+	require.Equal(t, 900*time.Millisecond, sc.Controller.Hold)
+	require.Equal(t, int64(1_500_000), sc.Controller.Bitrate, "the start moves within the bounds")
+}
+
+func TestGridOfCandidatesRefusesMistakes(t *testing.T) {
+	for name, c := range map[string]struct{ yaml, want string }{
+		"unknown parameter": {"candidates:\n  - {treshold: 60ms}\nscenarios: [abr-lossy]\n", `g.yaml:2: candidates[0].treshold: unknown parameter "treshold"`},
+		"bad value":         {"candidates:\n  - {threshold: 60}\n", "g.yaml:2: candidates[0].threshold: 60 is missing a unit"},
+		"not a list":        {"candidates: {threshold: 60ms}\n", "g.yaml:1: candidates: expected a list of points"},
+		"empty point":       {"candidates:\n  - {}\n", "candidates[0]: no parameters"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseGrid("g.yaml", []byte(c.yaml))
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+	both := Grid{Threshold: []time.Duration{time.Millisecond}, Candidates: []Point{{Hold: time.Second}}, Scenarios: []string{"abr-lossy"}}
+	require.ErrorContains(t, both.Validate(), "threshold: a grid lists its candidates or its axes' values, not both")
+	twice := Grid{Candidates: []Point{{Hold: time.Second}, {Hold: 1000 * time.Millisecond}}, Scenarios: []string{"abr-lossy"}}
+	require.ErrorContains(t, twice.Validate(), "candidates[1]: the same as candidates[0] (h1s)")
+	inverted := Grid{Candidates: []Point{{Min: 2_000_000, Max: 1_000_000}}, Scenarios: []string{"abr-lossy"}}
+	require.ErrorContains(t, inverted.Validate(), "candidates[0]: min 2Mbit/s is above max 1Mbit/s")
 }

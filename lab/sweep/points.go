@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,18 +26,32 @@ type Point struct {
 	Hold      time.Duration `json:"hold_ns,omitempty"`
 	Sustain   time.Duration `json:"sustain_ns,omitempty"`
 	Close     time.Duration `json:"close_ns,omitempty"`
+	Window    time.Duration `json:"window_ns,omitempty"`
+	// Min and Max are the bitrate's bounds, in bits/s.
+	Min int64 `json:"min_bps,omitempty"`
+	Max int64 `json:"max_bps,omitempty"`
 }
 
 // Points enumerates the grid's points: the cartesian product of its axes
 // in the order of AxisKeys, the first axis varying slowest and each
-// axis's values in the order given. The order is part of the grid, so
-// the same grid gives the same points, indices and IDs on every machine.
+// axis's values in the order given; or, when the grid lists Candidates,
+// those, in their order. The order is part of the grid, so the same grid
+// gives the same points, indices and IDs on every machine.
 //
 // An ID writes each varied parameter's letter (t threshold, d decrease,
-// i increase, h hold, s sustain, c close) before its value, joined by
-// "/": "t60ms/d20%/i15%/h1500ms". A grid that varies nothing has one
-// point, "as-written".
+// i increase, h hold, s sustain, c close, w window, min and
+// max the bitrate's bounds) before its value, joined by "/":
+// "t60ms/d20%/i15%/h1500ms" (a rate without its "/s": "max2500kbit"). A
+// grid that varies nothing has one point, "as-written".
 func (g Grid) Points() []Point {
+	if len(g.Candidates) > 0 {
+		points := slices.Clone(g.Candidates)
+		for i := range points {
+			points[i].Index = i
+			points[i].ID = points[i].id()
+		}
+		return points
+	}
 	points := []Point{{}}
 	for _, a := range axes {
 		n := a.length(&g)
@@ -47,12 +62,7 @@ func (g Grid) Points() []Point {
 		for _, p := range points {
 			for i := range n {
 				q := p
-				if a.durs != nil {
-					*a.dur(&q) = (*a.durs(&g))[i]
-				} else {
-					*a.share(&q) = (*a.shares(&g))[i]
-				}
-				q.ID += "/" + a.letter + a.format(&g, i)
+				a.copyValue(&g, i, &q)
 				next = append(next, q)
 			}
 		}
@@ -60,26 +70,46 @@ func (g Grid) Points() []Point {
 	}
 	for i := range points {
 		points[i].Index = i
-		points[i].ID = strings.TrimPrefix(points[i].ID, "/")
-		if points[i].ID == "" {
-			points[i].ID = "as-written"
-		}
+		points[i].ID = points[i].id()
 	}
 	return points
+}
+
+// id names the point by the parameters it sets, in the order of AxisKeys.
+func (p Point) id() string {
+	var parts []string
+	for _, a := range axes {
+		if a.set(&p) {
+			parts = append(parts, a.letter+strings.TrimSuffix(a.formatPoint(&p), "/s"))
+		}
+	}
+	if len(parts) == 0 {
+		return "as-written"
+	}
+	return strings.Join(parts, "/")
+}
+
+// varied lists the axes the grid varies: those with values, or, for a
+// grid of candidates, those any candidate sets.
+func (g Grid) varied() []axis {
+	var out []axis
+	for _, a := range axes {
+		if a.length(&g) > 0 || slices.ContainsFunc(g.Candidates, func(p Point) bool { return a.set(&p) }) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Params lists the values of the varied parameters, in the order of
 // AxisKeys, formatted as grid files write them; keys gives their names.
 func (p Point) Params(g Grid) (keys, values []string) {
-	for _, a := range axes {
-		if a.length(&g) == 0 {
-			continue
-		}
+	for _, a := range g.varied() {
 		keys = append(keys, a.key)
-		if a.durs != nil {
-			values = append(values, scenarios.FormatDuration(*a.dur(&p)))
+		if a.set(&p) {
+			values = append(values, a.formatPoint(&p))
 		} else {
-			values = append(values, scenarios.FormatPercent(*a.share(&p)))
+			values = append(values, "as written")
 		}
 	}
 	return keys, values
@@ -140,7 +170,8 @@ func shardOf(index, n int) int { return index%n + 1 }
 // Apply makes the scenario run the point: the ABR (kind abr) with the
 // point's parameters, every other controller setting (initial bitrate,
 // bounds, the parameters the grid does not vary) and the ABR switches
-// kept as the scenario has them. A scenario with scripted steps is
+// kept as the scenario has them (the initial bitrate moved within the
+// bounds when the point sets them). A scenario with scripted steps is
 // refused: it has no adaptive bitrate to tune. The expectations are
 // dropped: they bound the documented parameters, and a sweep's points
 // are meant to miss them.
@@ -151,13 +182,25 @@ func (p Point) Apply(sc *scenarios.Scenario) error {
 	}
 	c.Kind = "abr"
 	for _, a := range axes {
-		if a.dur != nil {
-			if v := *a.dur(&p); v != 0 {
-				*c.ABRDuration(a.key) = v
-			}
-		} else if v := *a.share(&p); v != 0 {
-			*c.ABRShare(a.key) = v
+		switch {
+		case !a.set(&p):
+		case a.dur != nil:
+			*c.ABRDuration(a.key) = *a.dur(&p)
+		case a.key == "min":
+			c.Min = p.Min
+		case a.key == "max":
+			c.Max = p.Max
+		default:
+			*c.ABRShare(a.key) = *a.share(&p)
 		}
+	}
+	// Bounds the point sets hold the start too: the ABR starts at its
+	// initial bitrate, which must lie within them.
+	if p.Min != 0 {
+		c.Bitrate = max(c.Bitrate, p.Min)
+	}
+	if p.Max != 0 {
+		c.Bitrate = min(c.Bitrate, p.Max)
 	}
 	sc.Expect = nil
 	if err := sc.Validate(); err != nil {
