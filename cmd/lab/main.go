@@ -1,7 +1,7 @@
 // Command lab is the latency lab's command line: real-time runs (demo, a
 // QUIC bulk transfer through the impairment proxy; proxy, the proxy for any
 // program's traffic with a scenario's network), the codec benchmark, and the
-// report jobs (nightly, accept, compare, sweep, sweep-merge, report), and
+// report jobs (nightly, accept, compare, sweep, sweep-merge, tune, report), and
 // lab test, which runs a user's own scenario files as tests. The scenario
 // suite runs inside go test (make suite); so do the jobs that run sessions
 // natively in virtual time, which this command starts with go test.
@@ -24,6 +24,7 @@ commands:
   report  render result JSONs (make suite) as report.md and report.html with plots
   sweep   an ABR parameter sweep over scenarios, or one shard of it (-shard i/n)
   sweep-merge  merge a sharded sweep's part files into its table, Pareto plots and report
+  tune    search the ABR's parameters with CMA-ES on a scenario set, validated on held-out seeds; -ask/-tell for a cluster
   nightly the library with several seeds against testdata/baselines; fails on a regression
   accept  run the nightly and write its runs as the new baseline (testdata/baselines)
   compare one scenario, a group or the library under two configurations: report, plots, verdict
@@ -60,6 +61,11 @@ func main() {
 		err = sweepCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "sweep-merge":
 		err = sweepMerge(os.Args[2:], os.Stdout)
+	case "tune":
+		err = tuneCmd(os.Args[2:], os.Stdout, os.Stderr)
+		if errors.Is(err, errTuneDone) {
+			os.Exit(exitTuneDone) // lab tune -status: done, not a failure
+		}
 	case "nightly", "accept":
 		err = nightlyCmd(os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
 	case "compare":

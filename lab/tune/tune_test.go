@@ -1,0 +1,218 @@
+package tune
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/lab/sweep"
+)
+
+// fakeFigures stands in for a session: the measures a candidate would
+// get, a smooth function of its threshold and hold with its best at 30 ms
+// and 0.8 s, a lower bitrate for a larger decrease, and a seed's draw.
+func fakeFigures(p sweep.Point, seed uint64) map[string]float64 {
+	th := p.Threshold.Seconds()
+	if th == 0 {
+		th = 0.060
+	}
+	hold := p.Hold.Seconds()
+	if hold == 0 {
+		hold = 1.5
+	}
+	dec := p.Decrease
+	if dec == 0 {
+		dec = 0.2
+	}
+	l1, l2 := math.Log(th/0.030), math.Log(hold/0.8)
+	return map[string]float64{
+		"latency.median": 0.05,
+		"latency.p95":    0.2 + 0.3*l1*l1 + 0.1*l2*l2 + 0.01*float64(seed),
+		"bitrate.mean":   4e6 * (1 - 0.5*dec),
+		"quality.final":  1,
+		"freezes":        float64(seed) + 2*l1*l1,
+	}
+}
+
+// fakeRun writes the pending step's part as if lab sweep had run its
+// sessions (one shard of one, or shard i of n).
+func fakeRun(t *testing.T, dir string, i, n int) {
+	t.Helper()
+	st, err := ReadStatus(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, st.Pending)
+	g, err := sweep.LoadGrid(st.Grid)
+	require.NoError(t, err)
+	pts, err := sweep.Shard(g.Points(), i, n)
+	require.NoError(t, err)
+	part := &sweep.Part{Schema: sweep.PartSchema, Grid: g, Shard: sweep.ShardID{I: i, N: n}, Parallel: 1, Exact: true, Guest: "fake", Points: []sweep.PointResult{}}
+	for _, p := range pts {
+		pr := sweep.PointResult{Point: p}
+		for _, sc := range g.Scenarios {
+			for _, seed := range g.Seeds {
+				pr.Runs = append(pr.Runs, sweep.RunResult{Scenario: sc, Seed: seed, Ran: 62 * time.Second, Measures: fakeFigures(p, seed)})
+			}
+		}
+		part.Points = append(part.Points, pr)
+	}
+	_, err = sweep.WritePart(filepath.Join(dir, PendingDir, PartsDir), part)
+	require.NoError(t, err)
+}
+
+func testSettings() Settings {
+	ps, _ := ParamsByKey([]string{"threshold", "hold", "decrease"})
+	return Settings{Params: ps, Scenarios: []string{"abr-lossy", "abr-spikes-fix"}, Seeds: []uint64{1, 2}, ValidationSeeds: []uint64{3},
+		Warmup: 2 * time.Second, Weights: DefaultWeights, Population: 6, Generations: 6, Step: 0.3, Seed: 1, Exact: true}
+}
+
+// A whole tune on fake sessions, its steps run in shards as a cluster
+// would: the search beats the write-up's values, and the report and
+// snippet are written.
+func TestTuneFindsABetterSetting(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, Ask(dir, testSettings()))
+	steps := 0
+	for {
+		st, err := ReadStatus(dir)
+		require.NoError(t, err)
+		if st.Pending == "" {
+			break
+		}
+		fakeRun(t, dir, 1, 2)
+		fakeRun(t, dir, 2, 2)
+		_, err = Tell(dir)
+		require.NoError(t, err)
+		steps++
+		require.Less(t, steps, 20, "the tune does not end")
+	}
+	require.Equal(t, 7, steps, "six generations and the validation")
+	for _, f := range []string{ReportBase + ".md", ReportBase + ".html", ConvergencePlot, FrontPlot, SnippetFile} {
+		require.FileExists(t, filepath.Join(dir, ReportDir, f))
+	}
+	s, err := loadSettings(dir)
+	require.NoError(t, err)
+	all, err := loadSteps(dir)
+	require.NoError(t, err)
+	h, err := replay(s, all)
+	require.NoError(t, err)
+	defer h.srch.close()
+	best, wu := h.evals[h.best], h.evals[0]
+	require.True(t, wu.WriteUp)
+	require.Less(t, best.Training.Score, wu.Training.Score-50, "the search should find a better threshold and hold than 60 ms and 1.5 s: best %s", best.Point.ID)
+	require.Less(t, math.Abs(math.Log(best.Point.Threshold.Seconds()/0.030)), math.Log(60.0/30), "best threshold %s is no nearer 30 ms than the write-up's", best.Point.Threshold)
+	// The validation ran the winner and the write-up's values on the
+	// held-out seed too.
+	vals := h.validated()
+	require.Len(t, vals, 2)
+	require.Equal(t, 2, vals[0].heldOut.Sessions)
+	require.Less(t, vals[0].heldOut.Score, vals[1].heldOut.Score)
+	snippet, err := os.ReadFile(filepath.Join(dir, ReportDir, SnippetFile))
+	require.NoError(t, err)
+	require.Contains(t, string(snippet), "controller: {kind: abr, threshold: "+best.Point.Threshold.String())
+}
+
+// The same settings propose the same candidates, whatever machine or
+// process asks; another seed proposes others.
+func TestAskIsDeterministic(t *testing.T) {
+	read := func(s Settings) string {
+		dir := t.TempDir()
+		require.NoError(t, Ask(dir, s))
+		data, err := os.ReadFile(filepath.Join(dir, PendingDir, GridFile))
+		require.NoError(t, err)
+		return string(data)
+	}
+	s := testSettings()
+	a, b := read(s), read(s)
+	require.Equal(t, a, b)
+	require.Contains(t, a, "  - {threshold: 60ms, decrease: 20%, hold: 1500ms}\n", "the first generation runs the write-up's values first")
+	s.Seed = 2
+	require.NotEqual(t, a, read(s))
+}
+
+func TestTellRefusesWhatItCannotTrust(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, Ask(dir, testSettings()))
+	_, err := Tell(dir)
+	require.ErrorContains(t, err, "no part files in "+filepath.Join(dir, PendingDir, PartsDir))
+
+	// Only one shard of two: Merge says which points are missing.
+	grid := filepath.Join(dir, PendingDir, GridFile)
+	fakeRun(t, dir, 1, 2)
+	_, err = Tell(dir)
+	require.ErrorIs(t, err, sweep.ErrCoverage)
+
+	// A step whose candidates are not the search's.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, PendingDir, PartsDir)))
+	data, err := os.ReadFile(grid)
+	require.NoError(t, err)
+	g, err := sweep.ParseGrid(grid, data)
+	require.NoError(t, err)
+	g.Candidates[1].Hold = 777 * time.Millisecond
+	require.NoError(t, os.WriteFile(grid, sweep.FormatGrid(g), 0o644))
+	fakeRun(t, dir, 1, 1)
+	_, err = Tell(dir)
+	require.ErrorContains(t, err, "candidate 2 is ")
+	require.ErrorContains(t, err, "h777ms")
+
+	// Nothing moved: the step is still pending.
+	st, err := ReadStatus(dir)
+	require.NoError(t, err)
+	require.Equal(t, "01-generation", st.Pending)
+	require.NoDirExists(t, filepath.Join(dir, StepsDir, "01-generation"))
+
+	require.ErrorContains(t, Ask(dir, testSettings()), "already holds a tune")
+}
+
+func TestSettingsRefuseALeakyValidation(t *testing.T) {
+	s := testSettings()
+	s.ValidationSeeds = []uint64{2}
+	s.HeldOut = []string{"abr-lossy"}
+	s.Generations = 0
+	err := s.Validate()
+	require.ErrorContains(t, err, "seed 2 is both a training and a validation seed")
+	require.ErrorContains(t, err, "scenario abr-lossy is both trained on and held out")
+	require.ErrorContains(t, err, "generations 0: expected 1 or more")
+	_, err = ParamsByKey([]string{"treshold"})
+	require.ErrorContains(t, err, `unknown parameter "treshold"`)
+}
+
+// The grid's best point is scored on the grid's own sessions, against
+// its point at the write-up's values.
+func TestGridBestOf(t *testing.T) {
+	g := sweep.Grid{Threshold: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond},
+		Hold: []time.Duration{800 * time.Millisecond, 1500 * time.Millisecond}, Scenarios: []string{"abr-lossy"}, Seeds: []uint64{1, 2}, Warmup: 2 * time.Second}
+	part := &sweep.Part{Schema: sweep.PartSchema, Grid: g, Shard: sweep.ShardID{I: 1, N: 1}, Exact: true, Guest: "fake"}
+	for _, p := range g.Points() {
+		pr := sweep.PointResult{Point: p}
+		for _, seed := range g.Seeds {
+			pr.Runs = append(pr.Runs, sweep.RunResult{Scenario: "abr-lossy", Seed: seed, Ran: 40 * time.Second, Measures: fakeFigures(p, seed)})
+		}
+		part.Points = append(part.Points, pr)
+	}
+	file, err := sweep.WritePart(t.TempDir(), part)
+	require.NoError(t, err)
+	gb, err := GridBestOf([]string{file}, DefaultWeights)
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Millisecond, gb.Point.Threshold)
+	require.Equal(t, 800*time.Millisecond, gb.Point.Hold)
+	require.Equal(t, 6, gb.Points)
+	require.Equal(t, 12, gb.Sessions)
+
+	g.Threshold = g.Threshold[:1]
+	part.Grid, part.Points = g, nil
+	for _, p := range g.Points() {
+		pr := sweep.PointResult{Point: p}
+		for _, seed := range g.Seeds {
+			pr.Runs = append(pr.Runs, sweep.RunResult{Scenario: "abr-lossy", Seed: seed, Ran: 40 * time.Second, Measures: fakeFigures(p, seed)})
+		}
+		part.Points = append(part.Points, pr)
+	}
+	file, err = sweep.WritePart(t.TempDir(), part)
+	require.NoError(t, err)
+	_, err = GridBestOf([]string{file}, DefaultWeights)
+	require.ErrorContains(t, err, "no point at the write-up's values")
+}
