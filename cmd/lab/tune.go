@@ -46,6 +46,7 @@ func tuneCmd(args []string, stdout, stderr io.Writer) error {
 	step := fs.Float64("step", 0.3, "the search's initial step, a share of each parameter's range (on its scale)")
 	seed := fs.Uint64("seed", 1, "the optimiser's seed")
 	warmup := fs.String("warmup", scenarios.FormatDuration(sweep.DefaultWarmup), "the start of each session left out of the measurements")
+	duration := fs.String("duration", "", "cut every scenario to this duration (quick tunes); a scenario whose timeline changes after the cut is refused")
 	gridParts := fs.String("grid-parts", "", "the part files of a sweep to measure the tune against (a glob, quoted, or comma-separated): its best point under this objective is validated beside the winner")
 	exactFlag := fs.Bool("exact", true, "run every session exact (lab/exact): a candidate's score is a function of the candidate; false runs them natively, about 10x faster")
 	parallel := fs.Int("parallel", 0, "sessions at once when the tune runs here; 0 is every core")
@@ -118,7 +119,7 @@ flags:
 	}
 	// -ask, or a whole run: a run resumes a tune already started.
 	if _, err := os.Stat(filepath.Join(dir, tune.SettingsFile)); err != nil || *ask {
-		s, err := tuneSettings(fs, *params, *scs, *heldOut, *seeds, *valSeeds, *warmup, *gridParts)
+		s, err := tuneSettings(*params, *scs, *heldOut, *seeds, *valSeeds, *warmup, *duration, *gridParts)
 		if err != nil {
 			return err
 		}
@@ -156,7 +157,7 @@ flags:
 }
 
 // tuneSettings reads the flags that say what the tune runs on.
-func tuneSettings(fs *flag.FlagSet, params, scs, heldOut, seeds, valSeeds, warmup, gridParts string) (tune.Settings, error) {
+func tuneSettings(params, scs, heldOut, seeds, valSeeds, warmup, duration, gridParts string) (tune.Settings, error) {
 	var s tune.Settings
 	var errs []error
 	keys := splitList(params)
@@ -188,6 +189,11 @@ func tuneSettings(fs *flag.FlagSet, params, scs, heldOut, seeds, valSeeds, warmu
 	if s.Warmup, err = scenarios.ParseDuration(warmup); err != nil {
 		errs = append(errs, fmt.Errorf("-warmup: %w", err))
 	}
+	if duration != "" {
+		if s.Duration, err = scenarios.ParseDuration(duration); err != nil {
+			errs = append(errs, fmt.Errorf("-duration: %w", err))
+		}
+	}
 	if gridParts != "" {
 		files, err := partFiles(gridParts)
 		if err != nil {
@@ -202,7 +208,7 @@ func tuneSettings(fs *flag.FlagSet, params, scs, heldOut, seeds, valSeeds, warmu
 		if err != nil {
 			return s, err
 		}
-		g := sweep.Grid{Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Warmup: s.Warmup}
+		g := sweep.Grid{Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Warmup: s.Warmup, Duration: s.Duration}
 		loaded, err := sweep.LoadScenarios(g, root)
 		if err != nil {
 			errs = append(errs, err)

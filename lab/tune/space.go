@@ -57,6 +57,9 @@ type Param struct {
 // Params are the parameters a tune can search, with their ranges: wide
 // enough to hold every setting worth trying on a desktop stream, narrow
 // enough that the optimiser's first steps land on sensible ones.
+//
+// The bounds' ranges do not overlap, so that no candidate puts its floor
+// above its ceiling.
 var Params = []Param{
 	{Key: "threshold", Lo: 0.010, Hi: 0.250, Log: true, Round: 0.001, Start: abr.DefaultThreshold.Seconds()},
 	{Key: "window", Lo: 0.250, Hi: 4, Log: true, Round: 0.010, Start: abr.DefaultWindow.Seconds()},
@@ -65,8 +68,8 @@ var Params = []Param{
 	{Key: "decrease", Lo: 0.03, Hi: 0.50, Log: true, Round: 0.001, Start: abr.DefaultDecrease},
 	{Key: "increase", Lo: 0.02, Hi: 0.50, Log: true, Round: 0.001, Start: abr.DefaultIncrease},
 	{Key: "hold", Lo: 0.200, Hi: 5, Log: true, Round: 0.010, Start: abr.DefaultHold.Seconds()},
-	{Key: "min", Lo: 50e3, Hi: 2e6, Log: true, Round: 10e3, Start: float64(abr.DefaultMin)},
-	{Key: "max", Lo: 1e6, Hi: 50e6, Log: true, Round: 100e3, Start: float64(abr.DefaultMax)},
+	{Key: "min", Lo: 50e3, Hi: 1e6, Log: true, Round: 10e3, Start: float64(abr.DefaultMin)},
+	{Key: "max", Lo: 1.2e6, Hi: 50e6, Log: true, Round: 100e3, Start: float64(abr.DefaultMax)},
 }
 
 // DefaultParams are searched unless the tune names others: the ABR's

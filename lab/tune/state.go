@@ -42,8 +42,10 @@ type Settings struct {
 	// the held-out scenarios under every seed).
 	ValidationSeeds []uint64 `json:"validation_seeds"`
 	HeldOut         []string `json:"held_out,omitempty"`
-	// Warmup is left out of every measurement, as in the sweep.
-	Warmup  time.Duration `json:"warmup_ns"`
+	// Warmup is left out of every measurement, as in the sweep; Duration,
+	// when set, cuts every scenario to it (quick tunes, tests).
+	Warmup   time.Duration `json:"warmup_ns"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
 	Weights Weights       `json:"weights"`
 	// Population is the candidates per generation (0: CMA-ES's default,
 	// 4 + 3 ln n for n parameters); Generations how many the search runs
@@ -264,7 +266,7 @@ func (s Settings) generationGrid(first bool, pts []sweep.Point) (sweep.Grid, []i
 	if first {
 		at = at[1:]
 	}
-	return sweep.Grid{Candidates: list, Scenarios: s.Scenarios, Seeds: s.Seeds, Warmup: s.Warmup}, at
+	return sweep.Grid{Candidates: list, Scenarios: s.Scenarios, Seeds: s.Seeds, Warmup: s.Warmup, Duration: s.Duration}, at
 }
 
 // validationGrid runs the winner, the write-up's values and the grid's
@@ -277,7 +279,7 @@ func (s Settings) validationGrid(best sweep.Point) sweep.Grid {
 	}
 	list, _ := unique(pts)
 	seeds := append(slices.Clone(s.Seeds), s.ValidationSeeds...)
-	return sweep.Grid{Candidates: list, Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Seeds: seeds, Warmup: s.Warmup}
+	return sweep.Grid{Candidates: list, Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Seeds: seeds, Warmup: s.Warmup, Duration: s.Duration}
 }
 
 // Ask starts a tune in dir: it writes the settings and the first

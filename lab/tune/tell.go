@@ -110,8 +110,8 @@ func sameCandidates(want, got sweep.Grid) error {
 			return fmt.Errorf("candidate %d is %s where the search proposes %s: a step from another tune, or the optimiser's arithmetic differs on this machine (replay the tune where it started)", i+1, gp[i].ID, wp[i].ID)
 		}
 	}
-	if !equalStrings(want.Scenarios, got.Scenarios) || fmt.Sprint(want.Seeds) != fmt.Sprint(got.Seeds) || want.Warmup != got.Warmup {
-		return errors.New("the step's scenarios, seeds or warm-up differ from the tune's settings")
+	if !equalStrings(want.Scenarios, got.Scenarios) || fmt.Sprint(want.Seeds) != fmt.Sprint(got.Seeds) || want.Warmup != got.Warmup || want.Duration != got.Duration {
+		return errors.New("the step's scenarios, seeds, warm-up or duration differ from the tune's settings")
 	}
 	return nil
 }
@@ -232,7 +232,7 @@ func GridBestOf(files []string, w Weights) (*GridBest, error) {
 			best, gb.Point, gb.Figures = f.Score, r.Point, f
 		}
 	}
-	gb.Point.Index, gb.Point.ID = 0, ""
+	gb.Point.Index = 0
 	return gb, nil
 }
 
