@@ -46,7 +46,7 @@ type Settings struct {
 	// when set, cuts every scenario to it (quick tunes, tests).
 	Warmup   time.Duration `json:"warmup_ns"`
 	Duration time.Duration `json:"duration_ns,omitempty"`
-	Weights Weights       `json:"weights"`
+	Weights  Weights       `json:"weights"`
 	// Population is the candidates per generation (0: CMA-ES's default,
 	// 4 + 3 ln n for n parameters); Generations how many the search runs
 	// at most; Step the optimiser's initial step, as a share of each
