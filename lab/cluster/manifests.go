@@ -151,7 +151,7 @@ func describe(err error, kind string) string {
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return fmt.Sprintf("%s: a %s where %s expects a %s", typeErr.Field, typeErr.Value, kind, typeErr.Type)
+		return fmt.Sprintf("%s: a %s where a %s expects %s", typeErr.Field, typeErr.Value, kind, typeErr.Type)
 	}
 	return err.Error()
 }

@@ -117,7 +117,7 @@ func TestDecodeRefusesWhatTheAPIDoesNotHave(t *testing.T) {
 		{"a field in the wrong place", "      restartPolicy: Never", "      restartPolicy: Never\n      completions: 3",
 			`typo.yaml:%d: completions: no such field in a Job (misspelt, or in the wrong place)`},
 		{"a wrong type", "  backoffLimit: 0", "  backoffLimit: none",
-			`typo.yaml:%d: spec.backoffLimit: a string where Job expects a int32`},
+			`typo.yaml:%d: spec.backoffLimit: a string where a Job expects int32`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			text := string(good)
