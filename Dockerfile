@@ -1,0 +1,44 @@
+# The lab as a container image, for running ABR sweeps and tunes on a
+# cluster (lab/cluster/k8s, docs/cluster.md): the module's source in /src,
+# lab in /usr/local/bin, and the caches warm, so that a shard starts its
+# sessions within seconds rather than after a minute of compiling.
+#
+# lab sweep runs its sessions under go test (virtual time needs
+# testing/synctest), from the module's source: hence the Go toolchain and
+# the source, not a lone binary.
+#
+#   docker build -t ghcr.io/nuvirahub/latencylab:latest .
+FROM golang:1.26-bookworm
+
+# No cgo. Sweeps and tunes run exact sessions, in WebAssembly, where there
+# is no cgo, and the exact mode refuses the OpenH264 presets: nothing they
+# run uses the real encoder. Without cgo its binding is a stub
+# (agent/encoder/openh264), so the image needs neither libopenh264-dev nor
+# a C compiler at run time. Set for every step and for the containers
+# alike: the go command's cache is keyed by it, and a shard that ran with
+# another setting would rebuild the jobs binary instead of finding it.
+ENV CGO_ENABLED=0
+
+WORKDIR /src
+
+# The modules first, so that a change to the source does not download
+# them again.
+COPY go.mod go.sum ./
+RUN go mod download
+
+COPY . .
+RUN go build -o /usr/local/bin/lab ./cmd/lab
+
+# The build cache, warm for what lab sweep builds: the jobs' test binary
+# (lab/jobs, tag jobs) and the exact sessions' guest, built as lab/exact's
+# Build does (GOOS=wasip1, -trimpath). Only the link is left for a shard.
+RUN go test -tags jobs -run '^$' ./lab/jobs \
+ && GOOS=wasip1 GOARCH=wasm go test -c -trimpath -o /dev/null ./lab/sessionproc/guest
+
+# The guest compiled to machine code by wazero, cached in
+# /root/.cache/latencylab/exact: a one-point sweep of a 2 s scenario fills
+# it (11 s of compiling saved per shard) and checks that the image runs a
+# session. A node whose CPU differs from the build machine's may compile
+# again; the sessions' results do not depend on it.
+RUN lab sweep -scenarios abr-lossy -threshold 60ms -seeds 1 -warmup 1s -duration 2s -out /tmp/warm \
+ && rm -rf /tmp/warm

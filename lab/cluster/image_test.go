@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/internal/modroot"
+	"github.com/nuvirahub/latencylab/lab/exact"
+)
+
+// The image (the repository's Dockerfile) is what the manifests expect:
+// the Go of go.mod on Debian bookworm, the source in the Jobs' working
+// directory, lab on PATH, no cgo, and the build cache warm for exactly
+// what lab sweep builds. No Docker engine is needed: the file is read, not
+// built (docs/cluster.md says what was run).
+func TestDockerfile(t *testing.T) {
+	root, err := modroot.Find()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	require.NoError(t, err)
+	// The instructions, continuation lines joined, comments left out.
+	var lines []string
+	for _, l := range strings.Split(strings.ReplaceAll(string(data), "\\\n", " "), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	has := func(line string) {
+		t.Helper()
+		require.Contains(t, lines, line)
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	goVersion := regexp.MustCompile(`(?m)^go (1\.[0-9]+)`).FindStringSubmatch(string(mod))
+	require.NotNil(t, goVersion)
+	require.Equal(t, "FROM golang:"+goVersion[1]+"-bookworm", lines[0], "the Go of go.mod, on Debian bookworm")
+	has("ENV CGO_ENABLED=0")
+	has("WORKDIR " + imageWorkdir)
+	has("COPY . .")
+	has("RUN go build -o /usr/local/bin/lab ./cmd/lab")
+
+	// The guest warmed as lab/exact's Build compiles it: if Build's command
+	// changes, so must the Dockerfile's, or every shard compiles it again.
+	exactGo, err := os.ReadFile(filepath.Join(root, "lab", "exact", "exact.go"))
+	require.NoError(t, err)
+	require.Contains(t, string(exactGo), `exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, GuestPackage)`)
+	require.Contains(t, string(exactGo), `"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0"`)
+	has("RUN go test -tags jobs -run '^$' ./lab/jobs && GOOS=wasip1 GOARCH=wasm go test -c -trimpath -o /dev/null " + exact.GuestPackage)
+
+	ignore, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
+	require.NoError(t, err)
+	for _, p := range []string{"out/", "*.test", ".git"} {
+		require.Contains(t, strings.Split(string(ignore), "\n"), p)
+	}
+}
