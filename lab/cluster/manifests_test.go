@@ -264,7 +264,7 @@ case "$*" in *-status*) exit "${FAKE_STATUS:-0}" ;; esac
 	}
 	require.Equal(t, []string{"lab sweep-merge -out /state/report /state/parts/*.json"}, run(jobs[mergeJob]),
 		"no parts here: the shell leaves the pattern, and sweep-merge says it found no such file")
-	require.Equal(t, []string{"lab tune -ask -state /state/tune"}, run(jobs[tuneAskJob]))
+	require.Equal(t, []string{"lab tune -ask -state /state/tune -generations 8 -seeds 1,2,3 -validation-seeds 4,5,6"}, run(jobs[tuneAskJob]))
 	require.Equal(t, []string{"lab tune -tell -state /state/tune", "lab tune -status -state /state/tune", "tune: step pending"}, run(jobs[tuneTellJob]))
 	require.Equal(t, []string{"lab tune -tell -state /state/tune", "lab tune -status -state /state/tune", "tune: done"}, run(jobs[tuneTellJob], "FAKE_STATUS=3"))
 
