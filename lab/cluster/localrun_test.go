@@ -51,25 +51,7 @@ func TestLocalRunOfTheSweepJobs(t *testing.T) {
 	// environment with GRID and STATE pointed here, lab first on PATH.
 	run := func(j *batchv1.Job, extra ...string) string {
 		t.Helper()
-		c := container(t, j)
-		require.Equal(t, imageWorkdir, c.WorkingDir)
-		cmd := exec.Command(c.Command[0], append(c.Command[1:], c.Args...)...)
-		cmd.Dir = root
-		vars := env(t, c)
-		vars["STATE"] = state
-		if _, ok := vars["GRID"]; ok {
-			vars["GRID"] = grid
-		}
-		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-			name, _, _ := strings.Cut(kv, "=")
-			_, set := vars[name]
-			return set || name == "PATH" || name == "JOB_COMPLETION_INDEX"
-		})
-		for k, v := range vars {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		cmd.Env = append(cmd.Env, extra...)
+		cmd := podCommand(t, j, root, bin, map[string]string{"STATE": state, "GRID": grid}, extra...)
 		began := time.Now()
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "job %s %v: %s", j.Name, extra, out)
@@ -117,4 +99,33 @@ func TestLocalRunOfTheSweepJobs(t *testing.T) {
 		require.Contains(t, string(table), "\n| "+strconv.Itoa(k)+" | ", "a row per point")
 	}
 	require.NotContains(t, string(table), "| n/a |", "every session measured")
+}
+
+// podCommand is a Job's container command as its pod would run it, here:
+// from the module's root (the image's /src), with the container's
+// environment, the values of set for the variables it has, lab from bin
+// first on PATH, and extra (JOB_COMPLETION_INDEX=i) last.
+func podCommand(t *testing.T, j *batchv1.Job, root, bin string, set map[string]string, extra ...string) *exec.Cmd {
+	t.Helper()
+	c := container(t, j)
+	require.Equal(t, imageWorkdir, c.WorkingDir)
+	cmd := exec.Command(c.Command[0], append(c.Command[1:], c.Args...)...)
+	cmd.Dir = root
+	vars := env(t, c)
+	for k, v := range set {
+		if _, ok := vars[k]; ok {
+			vars[k] = v
+		}
+	}
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		_, set := vars[name]
+		return set || name == "PATH" || name == "JOB_COMPLETION_INDEX"
+	})
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, extra...)
+	return cmd
 }

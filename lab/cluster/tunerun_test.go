@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,24 +48,7 @@ func TestLocalRunOfTheTuneJobs(t *testing.T) {
 	state := t.TempDir()
 	run := func(j *batchv1.Job, extra ...string) string {
 		t.Helper()
-		c := container(t, j)
-		cmd := exec.Command(c.Command[0], append(c.Command[1:], c.Args...)...)
-		cmd.Dir = root
-		vars := env(t, c)
-		vars["STATE"] = state
-		if _, ok := vars["TUNE_FLAGS"]; ok {
-			vars["TUNE_FLAGS"] = strings.Join(tinyTune, " ")
-		}
-		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-			name, _, _ := strings.Cut(kv, "=")
-			_, set := vars[name]
-			return set || name == "PATH" || name == "JOB_COMPLETION_INDEX"
-		})
-		for k, v := range vars {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		cmd.Env = append(cmd.Env, extra...)
+		cmd := podCommand(t, j, root, bin, map[string]string{"STATE": state, "TUNE_FLAGS": strings.Join(tinyTune, " ")}, extra...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "FAILED: " + err.Error() + "\n" + string(out)

@@ -260,3 +260,12 @@ func TestGridOfCandidatesRefusesMistakes(t *testing.T) {
 	inverted := Grid{Candidates: []Point{{Min: 2_000_000, Max: 1_000_000}}, Scenarios: []string{"abr-lossy"}}
 	require.ErrorContains(t, inverted.Validate(), "candidates[0]: min 2Mbit/s is above max 1Mbit/s")
 }
+
+func TestPointSetReadsAGridFilesValue(t *testing.T) {
+	var p Point
+	require.NoError(t, p.Set("decrease", "18.5%"))
+	require.NoError(t, p.Set("max", "1500000bit/s"))
+	require.Equal(t, Point{Decrease: 0.185, Max: 1_500_000}, p)
+	require.ErrorContains(t, p.Set("hold", "0s"), "hold: 0s out of range")
+	require.ErrorContains(t, p.Set("treshold", "1ms"), `unknown parameter "treshold"`)
+}

@@ -89,6 +89,21 @@ func (p Point) id() string {
 	return strings.Join(parts, "/")
 }
 
+// Set sets one parameter of the point from a value as a grid file writes
+// it ("63ms", "18.5%", "1500kbit/s"), with the grid's checks.
+func (p *Point) Set(key, value string) error {
+	a, ok := axisByKey(key)
+	if !ok {
+		return fmt.Errorf("unknown parameter %q: expected %s", key, strings.Join(AxisKeys(), ", "))
+	}
+	var one Grid
+	if err := a.parse(&one, value); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	a.copyValue(&one, 0, p)
+	return nil
+}
+
 // varied lists the axes the grid varies: those with values, or, for a
 // grid of candidates, those any candidate sets.
 func (g Grid) varied() []axis {

@@ -160,39 +160,23 @@ func WriteUp(ps []Param) sweep.Point {
 	return pt
 }
 
-// set puts v, in the parameter's unit, into the point's field.
+// set puts v, in the parameter's unit, into the point, written as a grid
+// file writes it and read by the sweep's parser: a share to a tenth of a
+// percent ("18.5%", which reads back as the same float64 every time), a
+// rate in bits/s, a duration to the nanosecond.
 func set(pt *sweep.Point, key string, v float64) {
-	dur := time.Duration(math.Round(v * 1e9))
+	var text string
 	switch key {
-	case "threshold":
-		pt.Threshold = dur
-	case "window":
-		pt.Window = dur
-	case "sustain":
-		pt.Sustain = dur
-	case "close":
-		pt.Close = dur
-	case "hold":
-		pt.Hold = dur
-	case "decrease":
-		pt.Decrease = share(v)
-	case "increase":
-		pt.Increase = share(v)
-	case "min":
-		pt.Min = int64(math.Round(v))
-	case "max":
-		pt.Max = int64(math.Round(v))
+	case "decrease", "increase":
+		text = strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+	case "min", "max":
+		text = strconv.FormatInt(int64(math.Round(v)), 10) + "bit/s"
 	default:
-		panic("tune: no point field for " + key)
+		text = scenarios.FormatDuration(time.Duration(math.Round(v * 1e9)))
 	}
-}
-
-// share rounds a fraction to a tenth of a percent the way a grid file's
-// "18.5%" reads back (the percentage divided by 100), so that the point
-// written and read again is the same float64.
-func share(v float64) float64 {
-	f, _ := strconv.ParseFloat(strconv.FormatFloat(v*100, 'f', 1, 64), 64)
-	return f / 100
+	if err := pt.Set(key, text); err != nil {
+		panic("tune: a value of the search's range out of the sweep's: " + err.Error())
+	}
 }
 
 // Snippet writes the point as a scenario's controller, to paste.
