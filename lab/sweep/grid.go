@@ -381,24 +381,33 @@ func (g Grid) Validate() error {
 			}
 		}
 	}
-	if len(g.Candidates) > 0 {
-		for _, a := range axes {
-			if a.length(&g) > 0 {
-				errs = append(errs, fmt.Errorf("%s: a grid lists its candidates or its axes' values, not both", a.key))
-			}
-		}
-		seen := map[string]int{}
-		for i, p := range g.Points() {
-			if err := p.check(); err != nil {
-				errs = append(errs, fmt.Errorf("candidates[%d]: %w", i, err))
-			}
-			if j, dup := seen[p.ID]; dup {
-				errs = append(errs, fmt.Errorf("candidates[%d]: the same as candidates[%d] (%s)", i, j, p.ID))
-			}
-			seen[p.ID] = i
+	errs = append(errs, g.checkCandidates()...)
+	return errors.Join(errs...)
+}
+
+// checkCandidates checks a grid's candidates: no axes beside them, each
+// value in range, no point twice.
+func (g Grid) checkCandidates() []error {
+	if len(g.Candidates) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, a := range axes {
+		if a.length(&g) > 0 {
+			errs = append(errs, fmt.Errorf("%s: a grid lists its candidates or its axes' values, not both", a.key))
 		}
 	}
-	return errors.Join(errs...)
+	seen := map[string]int{}
+	for i, p := range g.Points() {
+		if err := p.check(); err != nil {
+			errs = append(errs, fmt.Errorf("candidates[%d]: %w", i, err))
+		}
+		if j, dup := seen[p.ID]; dup {
+			errs = append(errs, fmt.Errorf("candidates[%d]: the same as candidates[%d] (%s)", i, j, p.ID))
+		}
+		seen[p.ID] = i
+	}
+	return errs
 }
 
 // check tells whether every value the point sets is in its axis's range.
@@ -560,6 +569,11 @@ func ParseGrid(file string, data []byte) (Grid, error) {
 			}
 		default:
 			fail(k, key, fmt.Sprintf("unknown key %q: expected %s", key, strings.Join(append(AxisKeys(), gridKeys...), ", ")))
+		}
+	}
+	if len(errs) == 0 {
+		for _, err := range g.checkCandidates() {
+			errs = append(errs, &scenarios.Error{File: file, Field: "candidates", Msg: err.Error()})
 		}
 	}
 	return g, errors.Join(errs...)

@@ -171,6 +171,7 @@ func FuzzParseGrid(f *testing.F) {
 	f.Add([]byte("threshold: [30ms, 60ms]\ndecrease: 20%\nscenarios: [a]\n"))
 	f.Add([]byte("seeds: [1, 2]\nwarmup: 1s\nduration: 5s\n"))
 	f.Add([]byte("hold: [[1s]]\n"))
+	f.Add([]byte("candidates:\n  - {threshold: 63ms, decrease: 18.5%, max: 2500kbit/s}\n  - {hold: 900ms, min: 150kbit/s}\nseeds: [3]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := ParseGrid("f.yaml", data)
 		if err != nil {
@@ -189,6 +190,11 @@ func FuzzParseGrid(f *testing.F) {
 			return
 		}
 		require.NoError(t, g.Validate())
+		// A grid written back reads back the same (the tune writes its
+		// steps so).
+		back, err := ParseGrid("back.yaml", FormatGrid(g))
+		require.NoError(t, err, "%s", FormatGrid(g))
+		require.Equal(t, g, back)
 		seen := map[string]bool{}
 		for _, p := range g.Points() {
 			require.False(t, seen[p.ID], p.ID)
