@@ -216,3 +216,42 @@ func TestGridBestOf(t *testing.T) {
 	_, err = GridBestOf([]string{file}, DefaultWeights)
 	require.ErrorContains(t, err, "no point at the write-up's values")
 }
+
+// Held-out scenarios run only in the validation, under every seed; the
+// held-out figures are every session the search did not see.
+func TestHeldOutScenariosRunOnlyInTheValidation(t *testing.T) {
+	dir := t.TempDir()
+	s := testSettings()
+	s.HeldOut = []string{"abr-capacity-drop"}
+	s.Generations = 1
+	require.NoError(t, Ask(dir, s))
+	g, err := sweep.LoadGrid(filepath.Join(dir, PendingDir, GridFile))
+	require.NoError(t, err)
+	require.Equal(t, s.Scenarios, g.Scenarios, "the search runs the training scenarios only")
+	require.Equal(t, s.Seeds, g.Seeds)
+	fakeRun(t, dir, 1, 1)
+	st, err := Tell(dir)
+	require.NoError(t, err)
+	require.Equal(t, "02-validation", st.Pending)
+	g, err = sweep.LoadGrid(st.Grid)
+	require.NoError(t, err)
+	require.Equal(t, []string{"abr-lossy", "abr-spikes-fix", "abr-capacity-drop"}, g.Scenarios)
+	require.Equal(t, []uint64{1, 2, 3}, g.Seeds)
+	fakeRun(t, dir, 1, 1)
+	_, err = Tell(dir)
+	require.NoError(t, err)
+
+	loaded, err := loadSettings(dir)
+	require.NoError(t, err)
+	steps, err := loadSteps(dir)
+	require.NoError(t, err)
+	h, err := replay(loaded, steps)
+	require.NoError(t, err)
+	defer h.srch.close()
+	v := h.validated()
+	require.Equal(t, 4, v[0].training.Sessions, "2 training scenarios x 2 training seeds")
+	require.Equal(t, 2+3, v[0].heldOut.Sessions, "the training scenarios under seed 3, the held-out one under seeds 1-3")
+	report, err := os.ReadFile(filepath.Join(dir, ReportDir, ReportBase+".md"))
+	require.NoError(t, err)
+	require.Contains(t, string(report), "| abr-capacity-drop (held out) |")
+}
