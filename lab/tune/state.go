@@ -344,6 +344,10 @@ func (s Status) String() string {
 	return fmt.Sprintf("pending: step %s, its grid %s", s.Pending, s.Grid)
 }
 
+// errBetweenSteps: a tell moved its step among those done and stopped
+// before writing the next; a tell writes it.
+var errBetweenSteps = errors.New("no pending step and no report: the tune stopped between two steps")
+
 // ReadStatus reads where the tune in dir stands.
 func ReadStatus(dir string) (Status, error) {
 	if _, err := loadSettings(dir); err != nil {
@@ -352,7 +356,7 @@ func ReadStatus(dir string) (Status, error) {
 	name, err := os.ReadFile(filepath.Join(dir, PendingDir, "step"))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(filepath.Join(dir, ReportDir)); err != nil {
-			return Status{}, fmt.Errorf("%s: no pending step and no report: the tune was interrupted between steps; run lab tune -tell again", dir)
+			return Status{}, fmt.Errorf("%s: %w: run lab tune -tell again to write it", dir, errBetweenSteps)
 		}
 		return Status{Report: filepath.Join(dir, ReportDir)}, nil
 	}

@@ -137,38 +137,49 @@ func Tell(dir string) (Status, error) {
 		return Status{}, err
 	}
 	st, err := ReadStatus(dir)
-	if err != nil {
+	between := errors.Is(err, errBetweenSteps)
+	if err != nil && !between {
 		return Status{}, err
 	}
-	if st.Pending == "" {
+	if st.Pending == "" && !between {
 		return st, fmt.Errorf("%s: the tune is done: its report is in %s", dir, st.Report)
 	}
 	done, err := loadSteps(dir)
 	if err != nil {
 		return st, err
 	}
-	pending, err := loadStep(filepath.Join(dir, PendingDir))
-	if err != nil {
-		return st, err
+	steps := done
+	if !between {
+		pending, err := loadStep(filepath.Join(dir, PendingDir))
+		if err != nil {
+			return st, err
+		}
+		pending.Name = strings.TrimLeft(st.Pending, "0123456789-")
+		steps = append(steps, pending)
 	}
-	pending.Name = strings.TrimLeft(st.Pending, "0123456789-")
-	h, err := replay(s, append(done, pending))
+	h, err := replay(s, steps)
 	if h != nil {
 		defer h.srch.close()
 	}
 	if err != nil {
 		return st, err
 	}
-	// The pending step checked out: it joins the steps done.
-	if err := os.MkdirAll(filepath.Join(dir, StepsDir), 0o755); err != nil {
-		return st, err
+	if !between {
+		// The pending step checked out: it joins the steps done.
+		if err := os.MkdirAll(filepath.Join(dir, StepsDir), 0o755); err != nil {
+			return st, err
+		}
+		if err := os.Rename(filepath.Join(dir, PendingDir), filepath.Join(dir, StepsDir, st.Pending)); err != nil {
+			return st, err
+		}
 	}
-	if err := os.Rename(filepath.Join(dir, PendingDir), filepath.Join(dir, StepsDir, st.Pending)); err != nil {
-		return st, err
+	n := len(steps) + 1
+	told := st.Pending
+	if between {
+		told = filepath.Base(steps[len(steps)-1].Dir)
 	}
-	n := len(done) + 2
 	best := h.evals[h.best]
-	note := fmt.Sprintf("%s told: best so far %s, score %s (the write-up's values %s)", st.Pending, best.Point.ID, score(best.Training), score(h.evals[0].Training))
+	note := fmt.Sprintf("%s told: best so far %s, score %s (the write-up's values %s)", told, best.Point.ID, score(best.Training), score(h.evals[0].Training))
 	switch {
 	case h.validation != nil:
 		if err := writeReport(filepath.Join(dir, ReportDir), h); err != nil {

@@ -165,6 +165,26 @@ func TestTellRefusesWhatItCannotTrust(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dir, StepsDir, "01-generation"))
 
 	require.ErrorContains(t, Ask(dir, testSettings()), "already holds a tune")
+
+	// A tell that stopped between moving its step and writing the next
+	// leaves neither; the next tell writes it.
+	again := t.TempDir()
+	require.NoError(t, Ask(again, testSettings()))
+	fakeRun(t, again, 1, 1)
+	want, err := Tell(again)
+	require.NoError(t, err)
+	next, err := os.ReadFile(want.Grid)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(filepath.Join(again, PendingDir)))
+	_, err = ReadStatus(again)
+	require.ErrorContains(t, err, "stopped between two steps: run lab tune -tell again")
+	got, err := Tell(again)
+	require.NoError(t, err)
+	require.Equal(t, want.Pending, got.Pending)
+	require.Equal(t, want.Note, got.Note)
+	written, err := os.ReadFile(got.Grid)
+	require.NoError(t, err)
+	require.Equal(t, string(next), string(written))
 }
 
 func TestSettingsRefuseALeakyValidation(t *testing.T) {
