@@ -35,7 +35,7 @@ func tuneCmd(args []string, stdout, stderr io.Writer) error {
 	tell := fs.Bool("tell", false, "merge the pending step's parts (pending/parts), write the next step's grid, or the report when done")
 	status := fs.Bool("status", false, "print where the tune in -state stands; exit 0 while a step is pending, 3 when done")
 	params := fs.String("params", strings.Join(tune.DefaultParams, ","), "the ABR's parameters to search, comma-separated (add min,max to search the bitrate's bounds)")
-	scs := fs.String("scenarios", "", "training scenarios, comma-separated library names or .yaml files (relative to the module's root), or group:NAME; empty is the default set: the abr, rmcat and cellular groups without old behaviours")
+	scs := fs.String("scenarios", "", "training scenarios, comma-separated: library names, .yaml files or folders of them (relative to the module's root), or group:NAME; empty is the default set: the abr, rmcat and cellular groups without old behaviours")
 	heldOut := fs.String("held-out", "", "scenarios kept out of the search and run only in the validation, as -scenarios")
 	seeds := fs.String("seeds", "1,2,3", "training seeds, comma-separated")
 	valSeeds := fs.String("validation-seeds", "4,5,6", "held-out seeds, comma-separated: the validation runs every scenario under them")
@@ -222,14 +222,23 @@ func tuneSettings(params, scs, heldOut, seeds, valSeeds, warmup, duration, gridP
 	return s, errors.Join(errs...)
 }
 
-// tuneScenarios reads a comma-separated list of scenario names, files
+// tuneScenarios reads a comma-separated list of scenario names, files,
+// folders (every .yaml file in it; relative to the module's root, as the
+// sweep reads files, so that every machine of a cluster names the same)
 // and group:NAME (every library scenario of the group).
 func tuneScenarios(list string) ([]string, error) {
 	var out []string
 	for _, item := range splitList(list) {
 		group, ok := strings.CutPrefix(item, "group:")
 		if !ok {
-			out = append(out, item)
+			files, err := scenarioFolder(item)
+			if err != nil {
+				return nil, err
+			}
+			if files == nil {
+				files = []string{item}
+			}
+			out = append(out, files...)
 			continue
 		}
 		if !slices.Contains(scenarios.Groups, group) {
@@ -244,6 +253,39 @@ func tuneScenarios(list string) ([]string, error) {
 				out = append(out, sc.Name)
 			}
 		}
+	}
+	return out, nil
+}
+
+// scenarioFolder lists the scenario files of a folder, as the module's
+// root sees them; nil when item is not a folder.
+func scenarioFolder(item string) ([]string, error) {
+	if sweep.IsFile(item) {
+		return nil, nil
+	}
+	dir := item
+	if !filepath.IsAbs(dir) {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(root, item)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && sweep.IsFile(e.Name()) {
+			out = append(out, filepath.Join(item, e.Name()))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("folder %s holds no scenario file (.yaml or .yml)", item)
 	}
 	return out, nil
 }

@@ -31,6 +31,19 @@ func TestTuneAskStatusTell(t *testing.T) {
 	require.ErrorContains(t, tuneCmd([]string{"-status", "-state", t.TempDir()}, &out, &errOut), "no tune here")
 }
 
+// A folder stands for its scenario files, named as the module's root
+// sees them.
+func TestTuneReadsAFolderOfScenarios(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tune")
+	var out, errOut bytes.Buffer
+	require.NoError(t, tuneCmd([]string{"-ask", "-state", dir, "-scenarios", "docs/own-scenarios", "-seeds", "1", "-validation-seeds", "2"}, &out, &errOut))
+	grid, err := os.ReadFile(filepath.Join(dir, "pending", "grid.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(grid), "scenarios: [docs/own-scenarios/home-office.yaml, docs/own-scenarios/train-wifi.yaml]\n")
+	require.ErrorContains(t, tuneCmd([]string{"-ask", "-state", filepath.Join(t.TempDir(), "x"), "-scenarios", "docs"}, &out, &errOut),
+		"folder docs holds no scenario file")
+}
+
 func TestTuneRefusesBadFlags(t *testing.T) {
 	for name, c := range map[string]struct {
 		args []string
