@@ -9,9 +9,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/nuvirahub/latencylab/internal/modroot"
 )
 
 // callerWorkflow is what the tests read of tune.yml and tune-step.yml
@@ -41,12 +38,8 @@ type callerWorkflow struct {
 
 func loadCaller(t *testing.T, name string) *callerWorkflow {
 	t.Helper()
-	root, err := modroot.Find()
-	require.NoError(t, err)
-	data, err := os.ReadFile(filepath.Join(root, ".github", "workflows", name))
-	require.NoError(t, err)
 	var w callerWorkflow
-	require.NoError(t, yaml.Unmarshal(data, &w))
+	readWorkflow(t, name, &w)
 	return &w
 }
 

@@ -85,13 +85,19 @@ func (w *workflow) plan(t *testing.T, shards string) (map[string]string, error) 
 
 func loadWorkflow(t *testing.T, name string) *workflow {
 	t.Helper()
+	var w workflow
+	readWorkflow(t, name, &w)
+	return &w
+}
+
+// readWorkflow decodes .github/workflows/NAME into v.
+func readWorkflow(t *testing.T, name string, v any) {
+	t.Helper()
 	root, err := modroot.Find()
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(root, ".github", "workflows", name))
 	require.NoError(t, err)
-	var w workflow
-	require.NoError(t, yaml.Unmarshal(data, &w))
-	return &w
+	require.NoError(t, yaml.Unmarshal(data, v))
 }
 
 // The sweep workflow's matrix is the shards 1 to n, each once, for the n
