@@ -72,8 +72,13 @@ func TestShellMeasures(t *testing.T) {
 		require.InDelta(t, 100*loss, 100*lost, 0.3, "loss at the link within 0.3 points")
 		// What iperf3 counts lost is the link's loss and whatever the
 		// host's stack dropped after it: a receiver that fell behind on a
-		// busy machine (RcvbufErrors) is not the lab's doing.
-		require.GreaterOrEqual(t, ip.End.SumReceived.LostPackets, len(in)-len(out), "iperf3 sees at least the link's loss")
+		// busy machine (RcvbufErrors) is not the lab's doing. iperf3 counts
+		// only up to the last datagram it received (its Packets): the link
+		// may have dropped some of the ones after it, which it never knew
+		// of (1040 dropped, one of them among the last 18 of 100 000,
+		// iperf3 1039 of 99 982).
+		tail := n - ip.End.SumReceived.Packets
+		require.GreaterOrEqual(t, ip.End.SumReceived.LostPackets, len(in)-len(out)-tail, "iperf3 sees at least the link's loss, but for the datagrams after its last")
 		require.LessOrEqual(t, ip.End.SumReceived.LostPackets, len(in)-len(out)+int(rcvbuf), "and no more than the link's and the host's")
 	})
 
