@@ -45,6 +45,7 @@ func tuneCmd(args []string, stdout, stderr io.Writer) error {
 	gens := fs.Int("generations", 8, "generations the search runs at most")
 	step := fs.Float64("step", 0.3, "the search's initial step, a share of each parameter's range (on its scale)")
 	seed := fs.Uint64("seed", 1, "the optimiser's seed")
+	screen := fs.Int("screen", 1, "race the candidates: score each on the first N training seeds only, and confirm on the rest a generation's best there when it beats the best confirmed; 0 (or as many as -seeds) scores every candidate on every training seed")
 	warmup := fs.String("warmup", scenarios.FormatDuration(sweep.DefaultWarmup), "the start of each session left out of the measurements")
 	duration := fs.String("duration", "", "cut every scenario to this duration (quick tunes); a scenario whose timeline changes after the cut is refused")
 	gridParts := fs.String("grid-parts", "", "the part files of a sweep to measure the tune against (a glob, quoted, or comma-separated): its best point under this objective is validated beside the winner")
@@ -57,9 +58,10 @@ func tuneCmd(args []string, stdout, stderr io.Writer) error {
 
 Searches the ABR's parameters with CMA-ES for the setting that scores best
 on a set of scenarios (docs/abr.md, "Tune the ABR"): generations of
-candidates, each run on the training scenarios and seeds, then the winner,
-the write-up's values and a sweep grid's best point validated on held-out
-seeds (and scenarios). The report (-state/report) gives the recommendation
+candidates, each run on the training scenarios under the first training
+seed (-screen) and the promising ones confirmed under the rest, then the
+winner, the write-up's values and a sweep grid's best point validated on
+held-out seeds (and scenarios). The report (-state/report) gives the recommendation
 as a scenario snippet, the training and held-out scores, the convergence
 against the grid and the latency/bitrate front.
 
@@ -124,7 +126,7 @@ flags:
 			return err
 		}
 		s.Weights = tune.Weights{Bitrate: *wBitrate, Freeze: *wFreeze}
-		s.Population, s.Generations, s.Step, s.Seed, s.Exact = *pop, *gens, *step, *seed, *exactFlag
+		s.Population, s.Generations, s.Step, s.Seed, s.Screen, s.Exact = *pop, *gens, *step, *seed, *screen, *exactFlag
 		if s.Grid != nil {
 			// The grid's best under this tune's weights.
 			if s.Grid, err = tune.GridBestOf(s.Grid.Parts, s.Weights); err != nil {

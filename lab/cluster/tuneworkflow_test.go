@@ -44,8 +44,8 @@ func loadCaller(t *testing.T, name string) *callerWorkflow {
 }
 
 // tune.yml chains the ask, one tune-step.yml per step and the report, and
-// holds enough steps for its default flags' generations and the
-// validation; each step reads the state the one before wrote.
+// holds enough steps for its default flags' generations, their
+// confirmations and the validation; each step reads the state the one before wrote.
 func TestTuneWorkflowChainsItsSteps(t *testing.T) {
 	w := loadCaller(t, "tune.yml")
 	flags := strings.Fields(w.On.Dispatch.Inputs["flags"].Default)
@@ -62,7 +62,7 @@ func TestTuneWorkflowChainsItsSteps(t *testing.T) {
 			steps++
 		}
 	}
-	require.Equal(t, gens+1, steps, "a step per generation and one for the validation")
+	require.Equal(t, 2*gens+1, steps, "a step per generation and its confirmation (lab tune races its candidates by default), and one for the validation")
 	prev := "ask"
 	for k := 1; k <= steps; k++ {
 		j, ok := w.Jobs["step"+strconv.Itoa(k)]

@@ -60,15 +60,19 @@ func (h *history) validated() []setting {
 	return out
 }
 
-// reached is the first candidate whose training score is at most the
-// target, and the sessions spent when it was known; -1 when none.
+// reached is the candidate whose training score was first known to be at
+// most the target, and the sessions spent then; -1 when none.
 func (h *history) reached(target float64) (int, int) {
+	at := -1
 	for i, e := range h.evals {
-		if e.Training.Score <= target {
-			return i, e.Sessions
+		if e.Confirmed && e.Training.Score <= target && (at < 0 || e.Sessions < h.evals[at].Sessions) {
+			at = i
 		}
 	}
-	return -1, 0
+	if at < 0 {
+		return -1, 0
+	}
+	return at, h.evals[at].Sessions
 }
 
 // named is the point with its ID, as a grid of it names it.
@@ -123,6 +127,12 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 		fmt.Sprintf("The search ran %d sessions (%d candidates, the write-up's values among them); the validation %d more.",
 			h.searchSessions(), len(h.evals), h.validation.Table.Sessions()),
 	}
+	if s.screening() {
+		intro = append(intro, fmt.Sprintf("Candidates were raced: each ran first under seeds %s only, and the search ranked them by that score; "+
+			"a generation's best there, when it beat the best confirmed candidate on the same seeds, was confirmed under seeds %s "+
+			"(the write-up's values with the first generation). %d of the %d candidates were confirmed; the winner is the confirmed candidate with the best training score.",
+			seeds(s.screenSeeds()), seeds(s.confirmSeeds()), h.confirmed(), len(h.evals)))
+	}
 	d := &render.Doc{Title: "ABR tune: " + strings.Join(s.Scenarios, ", "), Intro: intro}
 
 	snippet := Snippet(best.Point)
@@ -145,10 +155,11 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 		Paragraphs: []string{"A tuned setting that wins on the training sessions but not on the held-out ones has learnt the training seeds' draws, not the ABR's trade-off."}})
 
 	// Convergence, against the grid when there is one.
-	xs := make([]float64, len(h.evals))
-	ys := make([]float64, len(h.evals))
-	for i, e := range h.evals {
-		xs[i], ys[i] = float64(e.Sessions), e.Training.Score
+	var xs, ys []float64
+	for _, e := range h.evals {
+		if e.Confirmed {
+			xs, ys = append(xs, float64(e.Sessions)), append(ys, e.Training.Score)
+		}
 	}
 	levels := []plots.Level{{Label: "write-up's values", Y: h.evals[0].Training.Score}}
 	var budget float64
@@ -163,6 +174,9 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 		return nil, nil, nil, err
 	}
 	caption := "Every candidate's training score at the sessions spent when it was known, the best so far, and the write-up's values"
+	if s.screening() {
+		caption = "Every confirmed candidate's training score at the sessions spent when it was known (screening and confirmations counted), the best so far, and the write-up's values"
+	}
 	if s.Grid != nil {
 		caption += "; the grid's best point and a quarter of the grid's sessions"
 	}
@@ -172,7 +186,11 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 	// The front of latency against bitrate over every candidate.
 	var pts []plots.Point
 	for i, e := range h.evals {
-		pts = append(pts, plots.Point{X: e.Training.P95, Y: -e.Training.Bitrate, Label: "#" + strconv.Itoa(i+1)})
+		pts = append(pts, plots.Point{X: e.Screening.P95, Y: -e.Screening.Bitrate, Label: "#" + strconv.Itoa(i+1)})
+	}
+	over := "training"
+	if s.screening() {
+		over = "screening"
 	}
 	front := plots.ParetoFront(pts, true, false)
 	fpng, err := plots.Pareto("Latency p95 against bitrate, every candidate", "latency p95 (ms, lower is better)", "bitrate against the write-up's values (%, higher is better)", pts, front)
@@ -184,8 +202,8 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 		on = append(on, fmt.Sprintf("#%d %s", i+1, h.evals[i].Point.ID))
 	}
 	d.Sections = append(d.Sections, render.Section{Heading: "Pareto front",
-		Paragraphs: []string{"Candidates no other candidate beats on both latency p95 and bitrate (training means): " + strings.Join(on, ", ") + ". The objective picks one point of it; other weights pick others."},
-		Figures:    []render.Figure{{Name: FrontPlot, Caption: "Latency p95 against bitrate of every candidate (training sessions).", PNG: fpng}}})
+		Paragraphs: []string{"Candidates no other candidate beats on both latency p95 and bitrate (means over the " + over + " sessions): " + strings.Join(on, ", ") + ". The objective picks one point of it; other weights pick others."},
+		Figures:    []render.Figure{{Name: FrontPlot, Caption: "Latency p95 against bitrate of every candidate (" + over + " sessions).", PNG: fpng}}})
 
 	d.Sections = append(d.Sections, render.Section{Heading: "By scenario", Tables: []render.Table{h.scenarioTable(vals)}})
 	d.Sections = append(d.Sections, render.Section{Heading: "Every candidate", Tables: []render.Table{h.candidateTable()}})
@@ -249,20 +267,45 @@ func (h *history) scenarioTable(vals []setting) render.Table {
 	return tab
 }
 
-// candidateTable lists every candidate in the order evaluated.
+// candidateTable lists every candidate in the order evaluated, and,
+// when racing, its screening figures and the training score of those
+// confirmed.
 func (h *history) candidateTable() render.Table {
 	tab := render.Table{
 		Caption: "Every candidate in the order the search ran them, on the training sessions.",
 		Header:  []string{"#", "generation", "point", "score", "p95 (ms)", "bitrate vs write-up", "freezes/min", "sessions spent"},
+	}
+	if h.s.screening() {
+		tab.Caption = "Every candidate in the order the search ran them, on the screening sessions, and the training score of those confirmed (sessions spent: when its last score was known)."
+		tab.Header = []string{"#", "generation", "point", "screening score", "p95 (ms)", "bitrate vs write-up", "freezes/min", "training score", "sessions spent"}
 	}
 	for i, e := range h.evals {
 		id := e.Point.ID
 		if e.WriteUp {
 			id += " (write-up)"
 		}
-		tab.Rows = append(tab.Rows, []string{strconv.Itoa(i + 1), strconv.Itoa(e.Generation), id, score(e.Training), ms(e.Training.P95), pct(-e.Training.Bitrate), perMin(e.Training.Freezes), strconv.Itoa(e.Sessions)})
+		row := []string{strconv.Itoa(i + 1), strconv.Itoa(e.Generation), id, score(e.Screening), ms(e.Screening.P95), pct(-e.Screening.Bitrate), perMin(e.Screening.Freezes)}
+		if h.s.screening() {
+			training := "not confirmed"
+			if e.Confirmed {
+				training = score(e.Training)
+			}
+			row = append(row, training)
+		}
+		tab.Rows = append(tab.Rows, append(row, strconv.Itoa(e.Sessions)))
 	}
 	return tab
+}
+
+// confirmed counts the candidates with a training score.
+func (h *history) confirmed() int {
+	n := 0
+	for _, e := range h.evals {
+		if e.Confirmed {
+			n++
+		}
+	}
+	return n
 }
 
 // writeReport writes the report, its plots and the snippet into dir.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
@@ -17,86 +18,204 @@ type Eval struct {
 	Generation int
 	WriteUp    bool
 	Point      sweep.Point
-	Training   Figures
+	// Screening is the candidate's score on the seeds every candidate runs
+	// under, the one the search ranks by: the training seeds' first when
+	// racing (Settings.Screen), else all of them, and then the same as
+	// Training.
+	Screening Figures
+	// Training is its score on every training session, known once
+	// Confirmed: at once without racing, else after its confirmation.
+	Training  Figures
+	Confirmed bool
 	// Sessions is how many sessions the search had run when this
-	// candidate's score was known: every session before it in its
-	// generation's order, and its own (the sessions a one-at-a-time run
-	// would have spent).
+	// candidate's training score was known (its screening score while it
+	// is not confirmed): every session before it in its step's order, and
+	// its own (the sessions a one-at-a-time run would have spent).
 	Sessions int
-	Row      sweep.Row
+	// Row holds its sessions: the screening ones, and the confirmation's
+	// after them in the training sessions' order.
+	Row sweep.Row
 }
 
 // history is a tune replayed from its steps: every candidate scored, and
 // the search ready to propose the next generation.
 type history struct {
-	s           Settings
-	generations []step
-	validation  *step
-	ref         sweep.Row // the write-up's training row
-	evals       []Eval
-	best        int // index into evals
-	converged   bool
-	srch        *search
+	s             Settings
+	generations   []step
+	confirmations []step
+	validation    *step
+	ref           sweep.Row // the write-up's row, on every training session run so far
+	evals         []Eval
+	best          int   // into evals: the confirmed candidate with the best training score; -1 before any
+	awaiting      []int // into evals: the candidates the next step must confirm
+	converged     bool
+	srch          *search
 }
 
 // replay rebuilds the search from the settings' seed and feeds it every
 // generation's scores, checking each step ran exactly the candidates the
-// search proposes. Close the history's search when done.
+// search proposes, and each confirmation exactly the ones due. Close the
+// history's search when done.
 func replay(s Settings, steps []step) (*history, error) {
 	h := &history{s: s, best: -1, srch: newSearch(start(s.Params), s.population(), s.Step, s.Seed)}
-	training := inSets(s.Scenarios, s.Seeds)
 	spent := 0
 	for i, st := range steps {
-		if st.Name == validation {
-			if i != len(steps)-1 {
-				return h, fmt.Errorf("%s: a step after the validation", steps[i+1].Dir)
-			}
+		var err error
+		switch {
+		case st.Name == validation && i != len(steps)-1:
+			err = fmt.Errorf("%s: a step after the validation", steps[i+1].Dir)
+		case st.Name == validation:
 			h.validation = &steps[i]
-			break
-		}
-		if st.Name != "generation" {
-			return h, fmt.Errorf("%s: not a step of a tune (expected NN-generation or NN-validation)", st.Dir)
-		}
-		xs, err := h.srch.ask()
-		if errors.Is(err, errConverged) {
-			return h, fmt.Errorf("%s: the search had converged before this step", st.Dir)
+		case st.Name == confirmation && len(h.awaiting) == 0:
+			err = fmt.Errorf("%s: a confirmation where none is due (it follows a generation, when the tune races its candidates)", st.Dir)
+		case st.Name == confirmation:
+			err = h.confirm(st, &spent)
+		case st.Name == generation && len(h.awaiting) > 0:
+			err = fmt.Errorf("%s: a generation where the confirmation of generation %d's candidates is due", st.Dir, len(h.generations))
+		case st.Name == generation:
+			err = h.generation(st, &spent)
+		default:
+			err = fmt.Errorf("%s: not a step of a tune (expected NN-generation, NN-confirmation or NN-validation)", st.Dir)
 		}
 		if err != nil {
 			return h, err
 		}
-		first := len(h.generations) == 0
-		want, at := s.generationGrid(first, points(s.Params, xs))
-		if err := sameCandidates(want, st.Grid); err != nil {
-			return h, fmt.Errorf("%s: %w", st.Dir, err)
-		}
-		rows := st.Table.Rows
-		if first {
-			h.ref = rows[0]
-		}
-		per := len(s.Scenarios) * len(s.Seeds)
-		figs := make([]Figures, len(rows))
-		for k, r := range rows {
-			figs[k] = s.Weights.figures(r, h.ref, training, s.Warmup)
-			h.evals = append(h.evals, Eval{Generation: len(h.generations) + 1, WriteUp: first && k == 0, Point: r.Point,
-				Training: figs[k], Sessions: spent + (k+1)*per, Row: r})
-		}
-		spent += len(rows) * per
-		scores := make([]float64, len(at))
-		for j, k := range at {
-			scores[j] = figs[k].Score
-		}
-		if err := h.srch.tell(scores); err != nil {
-			return h, err
-		}
-		h.generations = append(h.generations, st)
-	}
-	for i, e := range h.evals {
-		if h.best < 0 || e.Training.Score < h.evals[h.best].Training.Score {
-			h.best = i
-		}
 	}
 	h.converged = h.srch.done
 	return h, nil
+}
+
+// generation checks a generation's step against the search's proposal,
+// scores its candidates on the screening seeds, tells the search, and,
+// when racing, picks what the next step confirms.
+func (h *history) generation(st step, spent *int) error {
+	s := h.s
+	xs, err := h.srch.ask()
+	if errors.Is(err, errConverged) {
+		return fmt.Errorf("%s: the search had converged before this step", st.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	first := len(h.generations) == 0
+	want, at := s.generationGrid(first, points(s.Params, xs))
+	if err := sameCandidates(want, st.Grid); err != nil {
+		return fmt.Errorf("%s: %w", st.Dir, err)
+	}
+	rows := st.Table.Rows
+	if first {
+		h.ref = rows[0]
+	}
+	screened := inSets(s.Scenarios, s.screenSeeds())
+	per := len(s.Scenarios) * len(s.screenSeeds())
+	begin := len(h.evals)
+	for k, r := range rows {
+		e := Eval{Generation: len(h.generations) + 1, WriteUp: first && k == 0, Point: r.Point,
+			Screening: s.Weights.figures(r, h.ref, screened, s.Warmup), Sessions: *spent + (k+1)*per, Row: r}
+		if !s.screening() {
+			e.Training, e.Confirmed = e.Screening, true
+		}
+		h.evals = append(h.evals, e)
+	}
+	*spent += len(rows) * per
+	scores := make([]float64, len(at))
+	for j, k := range at {
+		scores[j] = h.evals[begin+k].Screening.Score
+	}
+	if err := h.srch.tell(scores); err != nil {
+		return err
+	}
+	h.generations = append(h.generations, st)
+	h.pickBest()
+	if s.screening() {
+		h.awaiting = h.challengers(begin)
+	}
+	return nil
+}
+
+// challengers are the candidates of the generation starting at evals[begin]
+// to confirm: the write-up's values, in the first, and the generation's
+// best on the screening seeds when it beats there the best confirmed so
+// far (or the write-up's values, in the first generation) and is not a
+// point confirmed already.
+func (h *history) challengers(begin int) []int {
+	var out []int
+	incumbent := h.best
+	if begin == 0 {
+		out = append(out, 0)
+		incumbent = 0
+	}
+	c := -1
+	for i := begin; i < len(h.evals); i++ {
+		if c < 0 || h.evals[i].Screening.Score < h.evals[c].Screening.Score {
+			c = i
+		}
+	}
+	if c < 0 || math.IsInf(h.evals[c].Screening.Score, 1) || !(h.evals[c].Screening.Score < h.evals[incumbent].Screening.Score) {
+		return out
+	}
+	for _, e := range h.evals[:begin] {
+		if e.Confirmed && e.Point.ID == h.evals[c].Point.ID {
+			return out
+		}
+	}
+	return append(out, c)
+}
+
+// confirm checks a confirmation step ran the candidates due on the other
+// training seeds, adds its sessions to their rows, and scores them on
+// every training session.
+func (h *history) confirm(st step, spent *int) error {
+	s := h.s
+	var pts []sweep.Point
+	for _, i := range h.awaiting {
+		pts = append(pts, h.evals[i].Point)
+	}
+	if err := sameCandidates(s.confirmationGrid(pts), st.Grid); err != nil {
+		return fmt.Errorf("%s: %w", st.Dir, err)
+	}
+	for k, i := range h.awaiting {
+		e := &h.evals[i]
+		e.Row.Runs = trainingOrder(s, append(slices.Clone(e.Row.Runs), st.Table.Rows[k].Runs...))
+		if e.WriteUp {
+			h.ref = e.Row
+		}
+	}
+	training := inSets(s.Scenarios, s.Seeds)
+	per := len(s.Scenarios) * len(s.confirmSeeds())
+	for k, i := range h.awaiting {
+		e := &h.evals[i]
+		e.Training, e.Confirmed, e.Sessions = s.Weights.figures(e.Row, h.ref, training, s.Warmup), true, *spent+(k+1)*per
+	}
+	*spent += len(h.awaiting) * per
+	h.awaiting = nil
+	h.confirmations = append(h.confirmations, st)
+	h.pickBest()
+	return nil
+}
+
+// trainingOrder sorts runs as a grid of the training sessions orders them
+// (scenario, then seed), so a confirmed candidate's score sums its
+// sessions in the order the validation's does and gives the same bits.
+func trainingOrder(s Settings, runs []sweep.RunResult) []sweep.RunResult {
+	slices.SortStableFunc(runs, func(a, b sweep.RunResult) int {
+		if c := slices.Index(s.Scenarios, a.Scenario) - slices.Index(s.Scenarios, b.Scenario); c != 0 {
+			return c
+		}
+		return slices.Index(s.Seeds, a.Seed) - slices.Index(s.Seeds, b.Seed)
+	})
+	return runs
+}
+
+// pickBest sets best to the confirmed candidate with the lowest training
+// score, the first of equals.
+func (h *history) pickBest() {
+	h.best = -1
+	for i, e := range h.evals {
+		if e.Confirmed && (h.best < 0 || e.Training.Score < h.evals[h.best].Training.Score) {
+			h.best = i
+		}
+	}
 }
 
 // sameCandidates checks a step ran the grid the search proposes.
@@ -118,10 +237,11 @@ func sameCandidates(want, got sweep.Grid) error {
 
 func equalStrings(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
 
-// searchSessions counts the sessions of the search's generations.
+// searchSessions counts the sessions of the search's generations and
+// confirmations.
 func (h *history) searchSessions() int {
 	n := 0
-	for _, g := range h.generations {
+	for _, g := range append(slices.Clone(h.generations), h.confirmations...) {
 		n += g.Table.Sessions()
 	}
 	return n
@@ -178,15 +298,23 @@ func Tell(dir string) (Status, error) {
 	if between {
 		told = filepath.Base(steps[len(steps)-1].Dir)
 	}
-	best := h.evals[h.best]
-	note := fmt.Sprintf("%s told: best so far %s, score %s (the write-up's values %s)", told, best.Point.ID, score(best.Training), score(h.evals[0].Training))
+	note := told + " told: " + h.progress()
 	switch {
 	case h.validation != nil:
 		if err := writeReport(filepath.Join(dir, ReportDir), h); err != nil {
 			return st, err
 		}
 		return Status{Report: filepath.Join(dir, ReportDir), Note: note}, nil
+	case len(h.awaiting) > 0:
+		var pts []sweep.Point
+		for _, i := range h.awaiting {
+			pts = append(pts, h.evals[i].Point)
+		}
+		if err := writePending(dir, stepName(n, confirmation), s.confirmationGrid(pts)); err != nil {
+			return st, err
+		}
 	case len(h.generations) >= s.Generations || h.converged:
+		best := h.evals[h.best]
 		if math.IsInf(best.Training.Score, 1) {
 			return st, fmt.Errorf("tune: no candidate has a score: %s", best.Training.Missing)
 		}
@@ -199,13 +327,29 @@ func Tell(dir string) (Status, error) {
 			return st, err
 		}
 		g, _ := s.generationGrid(false, points(s.Params, xs))
-		if err := writePending(dir, stepName(n, "generation"), g); err != nil {
+		if err := writePending(dir, stepName(n, generation), g); err != nil {
 			return st, err
 		}
 	}
 	st, err = ReadStatus(dir)
 	st.Note = note
 	return st, err
+}
+
+// progress says the best so far: the best confirmed candidate's training
+// score against the write-up's values', and, while a generation awaits
+// its confirmation, its best on the screening seeds.
+func (h *history) progress() string {
+	var out []string
+	if h.best >= 0 {
+		b := h.evals[h.best]
+		out = append(out, fmt.Sprintf("best so far %s, score %s (the write-up's values %s)", b.Point.ID, score(b.Training), score(h.evals[0].Training)))
+	}
+	if len(h.awaiting) > 0 {
+		c := h.evals[h.awaiting[len(h.awaiting)-1]]
+		out = append(out, fmt.Sprintf("to confirm: %s, %s on the screening seeds", c.Point.ID, score(c.Screening)))
+	}
+	return strings.Join(out, "; ")
 }
 
 // GridBestOf scores every point of a sweep (its part files) with the

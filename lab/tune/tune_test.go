@@ -275,3 +275,105 @@ func TestHeldOutScenariosRunOnlyInTheValidation(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(report), "| abr-capacity-drop (held out) |")
 }
+
+// A raced tune scores every candidate on the first training seed, and
+// confirms on the others the write-up's values and each generation's best
+// that beats the best confirmed there: its winner is confirmed, its
+// training score the validation's to the bit, at fewer sessions than
+// running every candidate on every training seed.
+func TestRacedTuneConfirmsTheChallengers(t *testing.T) {
+	dir := t.TempDir()
+	s := testSettings()
+	s.Seeds, s.ValidationSeeds, s.Screen = []uint64{1, 2, 3}, []uint64{4}, 1
+	require.NoError(t, Ask(dir, s))
+	var names []string
+	for len(names) < 30 {
+		st, err := ReadStatus(dir)
+		require.NoError(t, err)
+		if st.Pending == "" {
+			break
+		}
+		g, err := sweep.LoadGrid(st.Grid)
+		require.NoError(t, err)
+		name := st.Pending[3:]
+		switch name {
+		case generation:
+			require.Equal(t, []uint64{1}, g.Seeds, "%s runs the screening seed only", st.Pending)
+		case confirmation:
+			require.Equal(t, []uint64{2, 3}, g.Seeds, "%s runs the other training seeds", st.Pending)
+		}
+		names = append(names, name)
+		fakeRun(t, dir, 1, 1)
+		_, err = Tell(dir)
+		require.NoError(t, err)
+	}
+	require.Equal(t, []string{generation, confirmation}, names[:2], "the write-up's values are confirmed after the first generation")
+	require.Equal(t, validation, names[len(names)-1])
+
+	steps, err := loadSteps(dir)
+	require.NoError(t, err)
+	h, err := replay(s, steps)
+	require.NoError(t, err)
+	defer h.srch.close()
+	require.Len(t, h.generations, 6)
+	require.Len(t, h.confirmations, len(names)-7)
+	require.True(t, h.evals[0].Confirmed, "the write-up's values")
+	best := h.evals[h.best]
+	require.True(t, best.Confirmed)
+	require.Equal(t, 6, best.Training.Sessions, "2 scenarios x 3 training seeds")
+	require.Less(t, best.Training.Score, h.evals[0].Training.Score-50, "best %s", best.Point.ID)
+	for _, e := range h.evals {
+		require.False(t, e.Confirmed && e.Training.Score < best.Training.Score, "%s is confirmed and better than the winner", e.Point.ID)
+	}
+	require.Equal(t, best.Training.Score, h.validated()[0].training.Score, "the confirmed score and the validation's, on the same sessions")
+	require.Equal(t, 2*len(h.evals)+4*h.confirmed(), h.searchSessions(), "2 screening sessions a candidate, 4 more a confirmation")
+	require.Less(t, h.searchSessions(), 6*len(h.evals)/2)
+
+	// The rule: a generation's best on the screening seed is confirmed
+	// when it beats there every candidate confirmed before it.
+	for g := 1; g <= len(h.generations); g++ {
+		c, floor := -1, math.Inf(1)
+		for i, e := range h.evals {
+			if e.Generation == g && !e.WriteUp && (c < 0 || e.Screening.Score < h.evals[c].Screening.Score) {
+				c = i
+			}
+			if e.Confirmed && (e.Generation < g || e.WriteUp) {
+				floor = math.Min(floor, e.Screening.Score)
+			}
+		}
+		require.Equal(t, h.evals[c].Screening.Score < floor, h.evals[c].Confirmed, "generation %d's best %s", g, h.evals[c].Point.ID)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, ReportDir, ReportBase+".md"))
+	require.NoError(t, err)
+	require.Contains(t, string(report), "Candidates were raced: each ran first under seeds 1 only")
+}
+
+// A raced tune's steps come in their order: a generation where a
+// confirmation is due is refused, and so is a confirmation of other
+// candidates than those due.
+func TestRacedTuneRefusesStepsOutOfOrder(t *testing.T) {
+	s := testSettings()
+	s.Seeds, s.ValidationSeeds, s.Screen = []uint64{1, 2, 3}, []uint64{4}, 1
+	dir := t.TempDir()
+	require.NoError(t, Ask(dir, s))
+	fakeRun(t, dir, 1, 1)
+	st, err := Tell(dir)
+	require.NoError(t, err)
+	require.Equal(t, "02-confirmation", st.Pending)
+
+	step := filepath.Join(dir, PendingDir, "step")
+	require.NoError(t, os.WriteFile(step, []byte("02-generation\n"), 0o644))
+	fakeRun(t, dir, 1, 1)
+	_, err = Tell(dir)
+	require.ErrorContains(t, err, "a generation where the confirmation of generation 1's candidates is due")
+
+	require.NoError(t, os.WriteFile(step, []byte("02-confirmation\n"), 0o644))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, PendingDir, PartsDir)))
+	g, err := sweep.LoadGrid(st.Grid)
+	require.NoError(t, err)
+	g.Candidates[len(g.Candidates)-1].Hold = 777 * time.Millisecond
+	require.NoError(t, os.WriteFile(st.Grid, sweep.FormatGrid(g), 0o644))
+	fakeRun(t, dir, 1, 1)
+	_, err = Tell(dir)
+	require.ErrorContains(t, err, "h777ms")
+}
