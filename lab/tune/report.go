@@ -128,10 +128,10 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 			h.searchSessions(), len(h.evals), h.validation.Table.Sessions()),
 	}
 	if s.screening() {
-		intro = append(intro, fmt.Sprintf("Candidates were raced: each ran first under seeds %s only, and the search ranked them by that score; "+
-			"a generation's best there, when it beat the best confirmed candidate on the same seeds, was confirmed under seeds %s "+
+		intro = append(intro, fmt.Sprintf("Candidates were raced: each ran first under %s only, and the search ranked them by that score; "+
+			"a generation's best there, when it beat there the best confirmed candidate, was confirmed under %s "+
 			"(the write-up's values with the first generation). %d of the %d candidates were confirmed; the winner is the confirmed candidate with the best training score.",
-			seeds(s.screenSeeds()), seeds(s.confirmSeeds()), h.confirmed(), len(h.evals)))
+			seedsPhrase(s.screenSeeds()), seedsPhrase(s.confirmSeeds()), h.confirmed(), len(h.evals)))
 	}
 	d := &render.Doc{Title: "ABR tune: " + strings.Join(s.Scenarios, ", "), Intro: intro}
 
@@ -169,7 +169,11 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 		levels = append(levels, plots.Level{Label: "grid's best point", Y: g.Figures.Score})
 		conv.Paragraphs = append(conv.Paragraphs, h.speedPhrase())
 	}
-	png, err := plots.Convergence("Training score by sessions spent", "sessions", "score (lower is better)", xs, ys, levels, budget)
+	each := "each candidate"
+	if s.screening() {
+		each = "each confirmed candidate"
+	}
+	png, err := plots.Convergence("Training score by sessions spent", "sessions", "score (lower is better)", each, xs, ys, levels, budget)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -208,6 +212,18 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 	d.Sections = append(d.Sections, render.Section{Heading: "By scenario", Tables: []render.Table{h.scenarioTable(vals)}})
 	d.Sections = append(d.Sections, render.Section{Heading: "Every candidate", Tables: []render.Table{h.candidateTable()}})
 	return d, png, fpng, nil
+}
+
+// seedsPhrase names seeds: "seed 1", "seeds 2, 3".
+func seedsPhrase(v []uint64) string {
+	var out []string
+	for _, x := range v {
+		out = append(out, strconv.FormatUint(x, 10))
+	}
+	if len(v) == 1 {
+		return "seed " + out[0]
+	}
+	return "seeds " + strings.Join(out, ", ")
 }
 
 func orNone(s string) string {

@@ -19,13 +19,14 @@ type Level struct {
 }
 
 // Convergence draws a search's progress: every evaluation's score at X
-// (the sessions spent when it was scored, say) in grey, the best so far
+// (the sessions spent when it was scored, say) in grey, named in the
+// legend by pointsLabel, the best so far
 // as a step line in colour, each level as a dashed line, and, when
 // budget is above 0, a vertical line there (a budget the search must
 // reach a level within). Lower scores are better. Scores that are NaN or
 // infinite (a candidate whose sessions failed) are left out of the
 // points but not of the order.
-func Convergence(title, xLabel, yLabel string, xs, scores []float64, levels []Level, budget float64) ([]byte, error) {
+func Convergence(title, xLabel, yLabel, pointsLabel string, xs, scores []float64, levels []Level, budget float64) ([]byte, error) {
 	if len(xs) != len(scores) {
 		return nil, fmt.Errorf("plots: %d x values for %d scores", len(xs), len(scores))
 	}
@@ -62,7 +63,7 @@ func Convergence(title, xLabel, yLabel string, xs, scores []float64, levels []Le
 	}
 	line.LineStyle = lineStyle(palette[0], 2, nil)
 	p.Add(sc, line)
-	p.Legend.Add("each candidate", sc)
+	p.Legend.Add(pointsLabel, sc)
 	p.Legend.Add("best so far", line)
 	right := max(last, budget)
 	for i, l := range levels {
