@@ -303,7 +303,8 @@ func TestRacedTuneConfirmsTheChallengers(t *testing.T) {
 			require.Equal(t, []uint64{2, 3}, g.Seeds, "%s runs the other training seeds", st.Pending)
 		}
 		names = append(names, name)
-		fakeRun(t, dir, 1, 1)
+		fakeRun(t, dir, 1, 2) // in two shards, as a cluster runs a step
+		fakeRun(t, dir, 2, 2)
 		_, err = Tell(dir)
 		require.NoError(t, err)
 	}
