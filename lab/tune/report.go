@@ -111,25 +111,18 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 	for _, p := range s.Params {
 		keys = append(keys, p.Key)
 	}
-	seeds := func(v []uint64) string {
-		var out []string
-		for _, x := range v {
-			out = append(out, strconv.FormatUint(x, 10))
-		}
-		return strings.Join(out, ", ")
-	}
 	intro := []string{
 		fmt.Sprintf("CMA-ES (gonum's optimize.CmaEsChol) over %s, from the write-up's values (N10), %d candidates a generation, %d generation(s), seed %d. "+
 			"Training sessions: %s under seeds %s. Held out: seeds %s%s.",
 			strings.Join(keys, ", "), s.population(), len(h.generations), s.Seed,
-			strings.Join(s.Scenarios, ", "), seeds(s.Seeds), orNone(seeds(s.ValidationSeeds)), heldOutPhrase(s.HeldOut)),
+			strings.Join(s.Scenarios, ", "), seedList(s.Seeds), orNone(seedList(s.ValidationSeeds)), heldOutPhrase(s.HeldOut)),
 		"The objective: " + s.Weights.Describe() + fmt.Sprintf(". Measured after a warm-up of %s.", scenarios.FormatDuration(s.Warmup)),
 		fmt.Sprintf("The search ran %d sessions (%d candidates, the write-up's values among them); the validation %d more.",
 			h.searchSessions(), len(h.evals), h.validation.Table.Sessions()),
 	}
 	if s.screening() {
 		intro = append(intro, fmt.Sprintf("Candidates were raced: each ran first under %s only, and the search ranked them by that score; "+
-			"a generation's best there, when it beat there the best confirmed candidate, was confirmed under %s "+
+			"a generation's best on it, when it beat the best confirmed candidate there, was confirmed under %s "+
 			"(the write-up's values with the first generation). %d of the %d candidates were confirmed; the winner is the confirmed candidate with the best training score.",
 			seedsPhrase(s.screenSeeds()), seedsPhrase(s.confirmSeeds()), h.confirmed(), len(h.evals)))
 	}
@@ -169,17 +162,16 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 		levels = append(levels, plots.Level{Label: "grid's best point", Y: g.Figures.Score})
 		conv.Paragraphs = append(conv.Paragraphs, h.speedPhrase())
 	}
-	each := "each candidate"
+	// Without racing every candidate has a training score; racing, only
+	// the confirmed ones, and every candidate its screening figures.
+	each, caption, over := "each candidate", "Every candidate's training score at the sessions spent when it was known, the best so far, and the write-up's values", "training"
 	if s.screening() {
-		each = "each confirmed candidate"
+		each, over = "each confirmed candidate", "screening"
+		caption = "Every confirmed candidate's training score at the sessions spent when it was known (screening and confirmations counted), the best so far, and the write-up's values"
 	}
 	png, err := plots.Convergence("Training score by sessions spent", "sessions", "score (lower is better)", each, xs, ys, levels, budget)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	caption := "Every candidate's training score at the sessions spent when it was known, the best so far, and the write-up's values"
-	if s.screening() {
-		caption = "Every confirmed candidate's training score at the sessions spent when it was known (screening and confirmations counted), the best so far, and the write-up's values"
 	}
 	if s.Grid != nil {
 		caption += "; the grid's best point and a quarter of the grid's sessions"
@@ -191,10 +183,6 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 	var pts []plots.Point
 	for i, e := range h.evals {
 		pts = append(pts, plots.Point{X: e.Screening.P95, Y: -e.Screening.Bitrate, Label: "#" + strconv.Itoa(i+1)})
-	}
-	over := "training"
-	if s.screening() {
-		over = "screening"
 	}
 	front := plots.ParetoFront(pts, true, false)
 	fpng, err := plots.Pareto("Latency p95 against bitrate, every candidate", "latency p95 (ms, lower is better)", "bitrate against the write-up's values (%, higher is better)", pts, front)
@@ -214,16 +202,21 @@ func (h *history) doc() (*render.Doc, []byte, []byte, error) {
 	return d, png, fpng, nil
 }
 
-// seedsPhrase names seeds: "seed 1", "seeds 2, 3".
-func seedsPhrase(v []uint64) string {
+// seedList writes seeds as "1, 2, 3".
+func seedList(v []uint64) string {
 	var out []string
 	for _, x := range v {
 		out = append(out, strconv.FormatUint(x, 10))
 	}
+	return strings.Join(out, ", ")
+}
+
+// seedsPhrase names seeds: "seed 1", "seeds 2, 3".
+func seedsPhrase(v []uint64) string {
 	if len(v) == 1 {
-		return "seed " + out[0]
+		return "seed " + seedList(v)
 	}
-	return "seeds " + strings.Join(out, ", ")
+	return "seeds " + seedList(v)
 }
 
 func orNone(s string) string {

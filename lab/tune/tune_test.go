@@ -346,7 +346,7 @@ func TestRacedTuneConfirmsTheChallengers(t *testing.T) {
 	}
 	report, err := os.ReadFile(filepath.Join(dir, ReportDir, ReportBase+".md"))
 	require.NoError(t, err)
-	require.Contains(t, string(report), "Candidates were raced: each ran first under seed 1 only, and the search ranked them by that score; a generation's best there, when it beat there the best confirmed candidate, was confirmed under seeds 2, 3")
+	require.Contains(t, string(report), "Candidates were raced: each ran first under seed 1 only, and the search ranked them by that score; a generation's best on it, when it beat the best confirmed candidate there, was confirmed under seeds 2, 3")
 }
 
 // A raced tune's steps come in their order: a generation where a
