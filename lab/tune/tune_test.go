@@ -192,10 +192,12 @@ func TestSettingsRefuseALeakyValidation(t *testing.T) {
 	s.ValidationSeeds = []uint64{2}
 	s.HeldOut = []string{"abr-lossy"}
 	s.Generations = 0
+	s.Screen = -1
 	err := s.Validate()
 	require.ErrorContains(t, err, "seed 2 is both a training and a validation seed")
 	require.ErrorContains(t, err, "scenario abr-lossy is both trained on and held out")
 	require.ErrorContains(t, err, "generations 0: expected 1 or more")
+	require.ErrorContains(t, err, "screen -1: expected the count of training seeds a candidate is first scored on")
 	_, err = ParamsByKey([]string{"treshold"})
 	require.ErrorContains(t, err, `unknown parameter "treshold"`)
 }
