@@ -18,6 +18,16 @@ import (
 	"github.com/nuvirahub/latencylab/lab/sweep"
 )
 
+// requireJobTools fails the test when go or sh is missing: the local runs
+// run the Jobs' commands with them.
+func requireJobTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"go", "sh"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "this test runs the Jobs' commands with %s; install it (the lab's image has both)", tool)
+	}
+}
+
 // The sweep's Jobs run on this machine as a cluster would run them: lab
 // built, then the shards Job's container command once per completion index,
 // each its own process with JOB_COMPLETION_INDEX set, then the merge Job's
@@ -27,10 +37,7 @@ import (
 // unsharded run's, byte for byte (the report is not: it says how the
 // sweep ran and how long it took).
 func TestLocalRunOfTheSweepJobs(t *testing.T) {
-	for _, tool := range []string{"go", "sh"} {
-		_, err := exec.LookPath(tool)
-		require.NoError(t, err, "this test runs the Jobs' commands with %s; install it (the lab's image has both)", tool)
-	}
+	requireJobTools(t)
 	root, err := modroot.Find()
 	require.NoError(t, err)
 	grid, err := filepath.Abs(filepath.Join("testdata", "tiny-grid.yaml"))

@@ -32,10 +32,7 @@ var tinyTune = []string{"-scenarios", "abr-lossy", "-duration", "4s", "-seeds", 
 // writes when it runs every step itself, unsharded, byte for byte: a
 // candidate's score is a function of the candidate, not of the sharding.
 func TestLocalRunOfTheTuneJobs(t *testing.T) {
-	for _, tool := range []string{"go", "sh"} {
-		_, err := exec.LookPath(tool)
-		require.NoError(t, err, "this test runs the Jobs' commands with %s; install it (the lab's image has both)", tool)
-	}
+	requireJobTools(t)
 	root, err := modroot.Find()
 	require.NoError(t, err)
 	jobs, _ := objects(t)

@@ -16,12 +16,8 @@ import (
 // reusable workflow's inputs.
 type callerWorkflow struct {
 	On struct {
-		Dispatch struct {
-			Inputs map[string]struct {
-				Default string `yaml:"default"`
-			} `yaml:"inputs"`
-		} `yaml:"workflow_dispatch"`
-		Call struct {
+		Dispatch dispatch `yaml:"workflow_dispatch"`
+		Call     struct {
 			Inputs map[string]struct {
 				Type     string `yaml:"type"`
 				Required bool   `yaml:"required"`

@@ -17,14 +17,18 @@ import (
 	"github.com/nuvirahub/latencylab/lab/sweep"
 )
 
+// dispatch is what the tests read of a workflow's manual trigger: its
+// inputs' defaults.
+type dispatch struct {
+	Inputs map[string]struct {
+		Default string `yaml:"default"`
+	} `yaml:"inputs"`
+}
+
 // workflow is what the tests read of a GitHub Actions workflow.
 type workflow struct {
 	On struct {
-		Dispatch struct {
-			Inputs map[string]struct {
-				Default string `yaml:"default"`
-			} `yaml:"inputs"`
-		} `yaml:"workflow_dispatch"`
+		Dispatch dispatch `yaml:"workflow_dispatch"`
 	} `yaml:"on"`
 	Jobs map[string]struct {
 		Needs    any               `yaml:"needs"`
