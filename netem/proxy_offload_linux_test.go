@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -119,7 +120,10 @@ func gsoListen(t *testing.T) *net.UDPConn {
 }
 
 // gsoDial is a UDP socket connected to to, skipping the test where the
-// kernel cannot send with GSO.
+// kernel cannot send with GSO, or failing it there when
+// LAB_REQUIRE_KERNEL=1 says the kernel's offloads must be tested (CI: a
+// runner whose kernel lost them would otherwise pass these tests
+// untested).
 func gsoDial(t *testing.T, to net.Addr) *net.UDPConn {
 	t.Helper()
 	c, err := net.DialUDP("udp", nil, to.(*net.UDPAddr))
@@ -127,7 +131,10 @@ func gsoDial(t *testing.T, to net.Addr) *net.UDPConn {
 	setBuffers(c)
 	t.Cleanup(func() { c.Close() })
 	if !gsoSupported(c) {
-		t.Skip("the kernel does not offer UDP GSO")
+		if os.Getenv("LAB_REQUIRE_KERNEL") == "1" {
+			t.Fatal("LAB_REQUIRE_KERNEL=1 but the kernel does not offer UDP GSO")
+		}
+		t.Skip("skipping: the kernel does not offer UDP GSO (set LAB_REQUIRE_KERNEL=1 to make this a failure)")
 	}
 	return c
 }
