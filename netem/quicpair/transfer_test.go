@@ -70,6 +70,8 @@ var transferFigures = regexp.MustCompile(`transfer-figures goodput_bps=(\S+) wal
 // in virtual time. quic-go's controller is NewReno: random loss reads as
 // congestion, so the flow stays well under the 5 Mbit/s the link carries.
 // BenchmarkQUICTransfer60s times this test; its goodput is in docs/performance.md.
+// The figures lab/findings.yaml (N9, N11) and docs/netem.md quote from it
+// are pinned (evidence_test.go).
 func TestQUICTransfer60sOverTheDocumentedBadLink(t *testing.T) {
 	wallStart := time.Now()
 	res, toAgent := bulkOverBadNetwork(t, 1, 60*time.Second)
@@ -90,6 +92,7 @@ func TestQUICTransfer60sOverTheDocumentedBadLink(t *testing.T) {
 		toAgent.Queued.Mean(), toAgent.Queued.Max)
 	t.Logf("wall time %v: %.0fx real time", wall.Round(time.Millisecond), 60/wall.Seconds())
 	t.Logf("transfer-figures goodput_bps=%.0f wall_s=%.4f", res.Goodput(), wall.Seconds())
+	pinTransferFigures(t, 60*time.Second, res, toAgent)
 }
 
 // BenchmarkQUICTransfer60s measures the virtual-time speed of the 60 s
