@@ -144,8 +144,9 @@ func labBytes(t *testing.T, enc codec.Encoder, c codecCase) int64 {
 // choose their subencodings freely, so the sizes differ; what must hold
 // is that the lab's decoders rebuild every real update exactly (the
 // client reads until its framebuffer is the display's contents) and that
-// the sizes are of one order: within 4x of each other where both send
-// more than a kilobyte.
+// the lab's encoders are as good as the servers' where both send more than
+// a kilobyte: within a server's margin (serverMargin) of its bytes, either
+// way.
 func TestCodecsAgainstServers(t *testing.T) {
 	servers := []string{X11vnc}
 	if *fullTable {
@@ -177,8 +178,16 @@ func TestCodecsAgainstServers(t *testing.T) {
 					r.bytes[0][i], r.bytes[1][i] = got, labBytes(t, lab, c)
 					t.Logf("%s, %s: %s sent %d bytes in %d updates, the lab's encoder %d", c.name, rfb.EncodingName(enc), kind, got, updates, r.bytes[1][i])
 					if got > 1000 && r.bytes[1][i] > 1000 {
-						ratio := float64(got) / float64(r.bytes[1][i])
-						require.True(t, ratio > 0.25 && ratio < 4, "%s, %s: %s %d bytes vs the lab's %d", c.name, rfb.EncodingName(enc), kind, got, r.bytes[1][i])
+						lab := r.bytes[1][i]
+						m := serverMargin[kind]
+						if updates > 1 {
+							// It polled the screen while it was drawn and
+							// sent some of the picture twice: only the order
+							// of its size is the encoder's (within 4x).
+							m = margin{share: 0.75}
+						}
+						require.LessOrEqual(t, max(got, lab)-min(got, lab), m.allowed(got, lab),
+							"%s, %s: %s %d bytes in %d updates vs the lab's %d: more than %s apart", c.name, rfb.EncodingName(enc), kind, got, updates, lab, m)
 					}
 				}
 				table[kind][c.name] = r
@@ -200,6 +209,29 @@ func TestCodecsAgainstServers(t *testing.T) {
 	}
 	t.Logf("\n%s", b.String())
 }
+
+// margin is how far apart a server's bytes and the lab's encoder's may be:
+// a share of the larger and a fixed part.
+type margin struct {
+	share float64
+	fixed int64
+}
+
+func (m margin) allowed(a, b int64) int64 { return int64(m.share*float64(max(a, b))) + m.fixed }
+
+func (m margin) String() string {
+	return fmt.Sprintf("%.0f%% of the larger and %d B", 100*m.share, m.fixed)
+}
+
+// serverMargin is each server's margin. x11vnc's encoders (libvncserver's)
+// choose as the lab's do: docs/codecs.md's table has them within 12% of
+// each other on every content of more than a kilobyte, and within 217 B
+// (17%) on the smallest, blocks 10% in ZRLE, where the update's headers
+// and zlib's flush weigh: 15% and 512 B. Xvnc's (TigerVNC's) choose
+// otherwise (its Hextile halves the lab's bytes for blocks 10%, its ZRLE
+// doubles them for points 1%, 2.2x at most where docs/codecs.md's table
+// has 2.0x): 55% and 512 B.
+var serverMargin = map[string]margin{X11vnc: {share: 0.15, fixed: 512}, Xvnc: {share: 0.55, fixed: 512}}
 
 // size writes a byte count as the codec lab's tables do.
 func size(n int64) string {
