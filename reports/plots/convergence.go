@@ -18,20 +18,10 @@ type Level struct {
 	Y     float64
 }
 
-// Convergence draws a search's progress: every evaluation's score at X
-// (the sessions spent when it was scored, say) in grey, named in the
-// legend by pointsLabel, the best so far
-// as a step line in colour, each level as a dashed line, and, when
-// budget is above 0, a vertical line there (a budget the search must
-// reach a level within). Lower scores are better. Scores that are NaN or
-// infinite (a candidate whose sessions failed) are left out of the
-// points but not of the order.
-func Convergence(title, xLabel, yLabel, pointsLabel string, xs, scores []float64, levels []Level, budget float64) ([]byte, error) {
-	if len(xs) != len(scores) {
-		return nil, fmt.Errorf("plots: %d x values for %d scores", len(xs), len(scores))
-	}
-	p := newPlot(title, xLabel, yLabel)
-	var all, best plotter.XYs
+// bestSoFar is a convergence plot's points: every finite evaluation, and
+// the best score so far as a step line through them (a step down where an
+// evaluation beats it, flat otherwise).
+func bestSoFar(xs, scores []float64) (all, best plotter.XYs) {
 	low := math.Inf(1)
 	for i, y := range scores {
 		if !isFinite(xs[i]) || !isFinite(y) {
@@ -46,12 +36,29 @@ func Convergence(title, xLabel, yLabel, pointsLabel string, xs, scores []float64
 		}
 		best = append(best, plotter.XY{X: xs[i], Y: low})
 	}
+	return all, best
+}
+
+// Convergence draws a search's progress: every evaluation's score at X
+// (the sessions spent when it was scored, say) in grey, named in the
+// legend by pointsLabel, the best so far
+// as a step line in colour, each level as a dashed line, and, when
+// budget is above 0, a vertical line there (a budget the search must
+// reach a level within). Lower scores are better. Scores that are NaN or
+// infinite (a candidate whose sessions failed) are left out of the
+// points but not of the order.
+func Convergence(title, xLabel, yLabel, pointsLabel string, xs, scores []float64, levels []Level, budget float64) ([]byte, error) {
+	if len(xs) != len(scores) {
+		return nil, fmt.Errorf("plots: %d x values for %d scores", len(xs), len(scores))
+	}
+	p := newPlot(title, xLabel, yLabel)
+	all, best := bestSoFar(xs, scores)
 	if len(all) == 0 {
 		noData(p)
 		return figure([]*plot.Plot{p}, width, height)
 	}
 	last := all[len(all)-1].X
-	best = append(best, plotter.XY{X: max(last, budget), Y: low})
+	best = append(best, plotter.XY{X: max(last, budget), Y: best[len(best)-1].Y})
 	sc, err := plotter.NewScatter(all)
 	if err != nil {
 		return nil, fmt.Errorf("plots: evaluations: %w", err)
