@@ -240,7 +240,10 @@ func TestEnginesAgree(t *testing.T) {
 			got := measured[e.name]
 			for _, seed := range engineSeeds {
 				if f := got[seed]; f == nil || f.latencies == nil || f.bulk.goodput == 0 {
-					t.Skipf("skipping: the %s runs did not all complete (see their subtests)", e.name)
+					t.Skipf("skipping: the %s runs did not all complete or the -run filter left them out (see their subtests)", e.name)
+				}
+				if v := virtual[seed]; v.latencies == nil || v.bulk.goodput == 0 {
+					t.Skip("skipping: the virtual runs did not all complete or the -run filter left them out (see their subtests)")
 				}
 			}
 			compareEngines(t, e.name, e.header, virtual, got)

@@ -36,6 +36,19 @@ func TestEstimateCountsTheLibrarysPackets(t *testing.T) {
 			})
 		}
 	})
+	// A -run filter that leaves out some of the sessions (go test ./lab
+	// -run 'Library/NAME$' matches this test's name but none of its
+	// subtests) leaves their entries empty: the library's total is then
+	// not the library's, so there is nothing to hold the estimate to.
+	var ran []string
+	for i, sc := range lib {
+		if entries[i].Scenario != nil {
+			ran = append(ran, sc.Name)
+		}
+	}
+	if len(ran) < len(lib) {
+		t.Skipf("skipping: the -run filter ran %d of the library's %d sessions, and the estimate is held to them all (go test ./lab -run '^TestEstimateCountsTheLibrarysPackets$')", len(ran), len(lib))
+	}
 	var predicted, counted float64
 	var table strings.Builder
 	table.WriteString("| scenario | packets counted | estimated | ratio |\n|---|---|---|---|\n")

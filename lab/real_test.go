@@ -109,6 +109,12 @@ func TestRealDeterministic(t *testing.T) {
 		return r
 	}
 	a, b := run(), run()
+	if a == nil || b == nil {
+		if t.Failed() {
+			return // a run failed, and its subtest said why
+		}
+		t.Skip("skipping: the -run filter left out a run, and the test compares two")
+	}
 	require.NotEmpty(t, a.Frames)
 	type decided struct {
 		Seq                 uint64

@@ -203,12 +203,18 @@ func pipeline(t *testing.T, old bool) pipelineFigures {
 
 func TestOldCaptureMakesConversionAndEncodingQueue(t *testing.T) {
 	var old, fixed pipelineFigures
+	ran := 0
 	t.Run("old", func(t *testing.T) {
+		ran++
 		synctest.Test(t, func(t *testing.T) { old = pipeline(t, true) })
 	})
 	t.Run("fixed", func(t *testing.T) {
+		ran++
 		synctest.Test(t, func(t *testing.T) { fixed = pipeline(t, false) })
 	})
+	if ran < 2 {
+		t.Skip("skipping: the -run filter left out a pipeline, and the test compares the two")
+	}
 	t.Logf("old:   %d frames, longest lock wait %v, longest image-to-encoded %v", old.frames, old.maxLockWait, old.maxFrameDelay)
 	t.Logf("fixed: %d frames, longest lock wait %v, longest image-to-encoded %v", fixed.frames, fixed.maxLockWait, fixed.maxFrameDelay)
 	require.Equal(t, old.frames, fixed.frames)

@@ -225,6 +225,9 @@ func TestEveryJob(t *testing.T) {
 			}
 		})
 	}
+	if len(images) == 0 {
+		t.Skip("skipping: the -run filter left out every Job, so there is no image to compare")
+	}
 	slices.Sort(images)
 	require.Len(t, slices.Compact(images), 1, "one image in every manifest: %v", images)
 }
