@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
+	"github.com/nuvirahub/latencylab/viewer"
 )
 
 const ms = time.Millisecond
@@ -584,6 +586,130 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 	}
 	_, err := Of(withTraffic(handmade()), "fairness.jain", 0, 0)
 	require.NoError(t, err)
+
+	// Each measurement's figure, worked out by hand, on a result that has
+	// what it measures: a measurement of the catalogue that is computed
+	// wrongly (another's figure, or none) fails here, and one added to the
+	// catalogue fails until it has its answer here.
+	s := time.Second
+	// A steady stream whose k-th frame (1..599) has k ms of latency:
+	// nearest-rank median 300, p95 570, p99 594.
+	ramp := func() *result.Run {
+		return stream(func(d time.Duration) time.Duration { return (d*60 + s/2) / s * ms })
+	}
+	// A stream 200 ms late until 2 s and 50 ms after: the seconds tried
+	// every 250 ms, the first whose median is under 100 ms starts at 1.5 s
+	// (30 frames of each).
+	late := func() *result.Run {
+		return stream(func(d time.Duration) time.Duration {
+			if d < 2*s {
+				return 200 * ms
+			}
+			return 50 * ms
+		})
+	}
+	// handmade with its last second's capacity what frame 7 brings, 8000
+	// bits: that second is fully used.
+	full := func() *result.Run {
+		r := handmade()
+		r.Series[2].Down.CapacityBps = 8000
+		return r
+	}
+	withPath := func() *result.Run {
+		r := handmade()
+		r.Path = &result.PathRecord{Path: "relay", Connect: 250 * ms}
+		return r
+	}
+	rateControl := func() *result.Run {
+		r := handmade()
+		r.Events = append(r.Events, result.EventRecord{At: 2600 * ms, Kind: result.EventSkip, Reason: agent.SkipRateControl})
+		return r
+	}
+	traffic := func() *result.Run { return withTraffic(handmade()) }
+	answers := map[string]struct {
+		run      func() *result.Run
+		from, to time.Duration
+		p        Params
+		want     float64
+	}{
+		"latency.median":     {run: ramp, want: 0.300},
+		"latency.p95":        {run: ramp, want: 0.570},
+		"latency.p99":        {run: ramp, want: 0.594},
+		"latency.min":        {run: ramp, want: 0.001},
+		"latency.max":        {run: ramp, want: 0.599},
+		"latency.time-above": {run: handmade, p: Params{Latency: 50 * ms}, want: 920.0 / 2980},
+		// Arrived: 5 5 10 10 20 25 30 ms.
+		"network.median":     {run: handmade, want: 0.010},
+		"estimate.error.max": {run: handmade, want: 0.010},
+		"frames.displayed":   {run: handmade, want: 6},
+		"frames.skipped":     {run: handmade, want: 3},
+		// The reasons the agent and the viewer record (checked below).
+		"frames.skipped.send-cap":            {run: handmade, want: 2},
+		"frames.skipped.encoder-unavailable": {run: handmade, want: 1},
+		"frames.skipped.rate-control":        {run: rateControl, want: 1},
+		"frames.dropped":                     {run: handmade, want: 2},
+		"frames.dropped.overtaken":           {run: handmade, want: 1},
+		"fps":                                {run: handmade, want: 2},
+		"freezes":                            {run: handmade, want: 4},
+		"freeze.longest":                     {run: handmade, want: 1.370},
+		// 12000 bytes in 3 s.
+		"bitrate.mean":                 {run: handmade, want: 32_000},
+		"bitrate.min":                  {run: handmade, want: 2_000_000},
+		"bitrate.target":               {run: handmade, p: Params{At: 1500 * ms}, want: 3_000_000},
+		"bitrate.sent":                 {run: handmade, p: Params{At: s}, want: 80_000},
+		"bitrate.capacity-correlation": {run: handmade, p: Params{Every: 500 * ms}, want: 1},
+		"quality.final":                {run: handmade, want: 0.95},
+		"quality.psnr.median":          {run: handmade, want: 38},
+		"quality.psnr.min":             {run: handmade, want: 30},
+		"refinements":                  {run: handmade, want: 2},
+		// In [0, 320 ms) 10000 bytes sent, 6000 arrived, of 32000 bits
+		// the link could carry.
+		"utilisation":         {run: handmade, to: 320 * ms, want: 48_000.0 / 32_000},
+		"utilisation.sent":    {run: handmade, to: 320 * ms, want: 80_000.0 / 32_000},
+		"recovery":            {run: handmade, want: 2},
+		"recovery.under":      {run: handmade, p: Params{Latency: 150 * ms}, want: 0.6},
+		"time-to-low-latency": {run: late, want: 1.5},
+		"time-to-full-use":    {run: full, want: 2},
+		"connect.time":        {run: withPath, want: 0.25},
+		"first-frame":         {run: withPath, want: 0.27},
+		"path.direct-lan":     {run: withPath, want: 0},
+		"path.direct-public":  {run: withPath, want: 0},
+		"path.relay":          {run: withPath, want: 1},
+		"path.websocket":      {run: withPath, want: 0},
+		"flow.throughput":     {run: traffic, p: Params{Flow: "download"}, want: 50_000},
+		"flow.share":          {run: traffic, p: Params{Flow: "download"}, want: 1},
+		"flow.latency.median": {run: traffic, p: Params{Flow: "colleague"}, want: 0.080},
+		"flow.latency.p95":    {run: traffic, p: Params{Flow: "colleague"}, want: 0.120},
+		"fairness.jain":       {run: traffic, from: s, to: 3 * s, want: 6.4e9 / 8.704e9},
+	}
+	var names []string
+	for _, m := range scenarios.Measurements {
+		names = append(names, m.Name)
+		a, ok := answers[m.Name]
+		if !ok {
+			t.Errorf("%s: in the catalogue without an answer worked out here", m.Name)
+			continue
+		}
+		got, err := OfWith(a.run(), m.Name, a.from, a.to, a.p)
+		require.NoError(t, err, m.Name)
+		require.InDelta(t, a.want, got, 1e-9, m.Name)
+	}
+	for name := range answers {
+		require.Contains(t, names, name, "an answer for a measurement the catalogue no longer has")
+	}
+	// A measurement by reason counts what the agent or viewer records
+	// under that reason: a name no one records would always be 0.
+	reasons := map[string][]string{
+		"frames.skipped.": {agent.SkipSendCap, agent.SkipUnavailable, agent.SkipRateControl},
+		"frames.dropped.": {viewer.ReasonCorrupt, viewer.ReasonTruncated, viewer.ReasonOvertaken, viewer.ReasonLate},
+	}
+	for _, name := range names {
+		for prefix, recorded := range reasons {
+			if reason, ok := strings.CutPrefix(name, prefix); ok {
+				require.Contains(t, recorded, reason, "%s: a reason no one records", name)
+			}
+		}
+	}
 }
 
 // withTraffic adds three flows to a handmade result (periods of 1 s):
@@ -755,13 +881,13 @@ func TestEvaluateExpectations(t *testing.T) {
 	require.Equal(t, "latency.median [0s, 2s) = 40 ms, want <= 50 ms: pass", checks[0].String())
 	require.False(t, checks[1].Pass)
 	require.Equal(t, 0.04, checks[1].Value)
-	require.Equal(t, "latency.median [0s, 2s) = 40 ms, want <= 30 ms: FAIL", checks[1].String())
+	require.Equal(t, "latency.median [0s, 2s) = 40 ms, want <= 30 ms: FAIL: above the required maximum", checks[1].String())
 	require.True(t, checks[2].Pass)
 	require.Equal(t, 2.0, checks[2].Value)
 	require.Equal(t, 3*time.Second, checks[2].To, "an open window ends at the end")
 	require.False(t, checks[3].Pass)
 	require.Equal(t, 2.0, checks[3].Value)
-	require.Equal(t, "fps [0s, 3s) = 2, want >= 1 and <= 1.5: FAIL", checks[3].String())
+	require.Equal(t, "fps [0s, 3s) = 2, want >= 1 and <= 1.5: FAIL: above the required maximum", checks[3].String())
 	require.False(t, checks[4].Pass)
 	require.Contains(t, checks[4].Error, "no frame displayed")
 	require.False(t, checks[5].Pass)
@@ -783,8 +909,8 @@ func TestEvaluateExpectations(t *testing.T) {
 		{At: 2200 * ms, Direction: "down", Before: 60 * ms, Recovered: true},
 	}, withParams[1].Recovery)
 	// From 1 s: 30 ms to 1600, 100 to 1760, 60 to 2520, 20 to the end.
-	require.Equal(t, "latency.time-above (latency 50ms) [1s, 3s) = 46%, want <= 25%: FAIL", withParams[2].String())
-	require.Equal(t, "utilisation.sent [0s, 320ms) = 250%, want <= 120%: FAIL", withParams[3].String())
+	require.Equal(t, "latency.time-above (latency 50ms) [1s, 3s) = 46%, want <= 25%: FAIL: above the required maximum", withParams[2].String())
+	require.Equal(t, "utilisation.sent [0s, 320ms) = 250%, want <= 120%: FAIL: above the required maximum", withParams[3].String())
 	require.Equal(t, "bitrate.capacity-correlation (every 500ms) [0s, 3s) = 1, want >= -0.5: pass", withParams[4].String())
 
 	r.Checks = checks
