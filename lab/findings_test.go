@@ -10,6 +10,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/capture"
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/internal/evidence"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem"
@@ -67,6 +68,12 @@ func TestCleanLANMedianIsTheSumOfTheStages(t *testing.T) {
 	t.Logf("N3: median %v (stages %v), %d frames; estimate error at most %v with +3 s / 50 ppm", quantile.Median(lat), stages, len(lat), worst)
 	require.NotEmpty(t, res.Reports, "the viewer reports every 250 ms (N1)")
 	require.InDelta(t, 20*4, len(res.Reports), 2)
+
+	// The figures N1's evidence quotes from this test.
+	p := evidence.For(t, "N1", "go test ./lab -run TestCleanLANMedianIsTheSumOfTheStages -v")
+	p.AtMost(`within (\d+) ms of the true latency`, float64(worst)/float64(time.Millisecond))
+	p.Figure(`(\d+) reports in (\d+) s`, float64(len(res.Reports)), res.End.Sub(res.Start).Seconds())
+	p.Done()
 }
 
 // N7: with an encoder slower than the refresh (OpenH264 without assembly,

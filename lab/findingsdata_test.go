@@ -1,14 +1,17 @@
 package lab
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/evidence"
 	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -87,4 +90,60 @@ func TestFindingsMatchTheSharedTable(t *testing.T) {
 		require.Equal(t, s.ID, ours[i].ID, "finding %d", i+1)
 		require.Equal(t, s.Figures, ours[i].Figures, "%s's figures", s.ID)
 	}
+}
+
+// E9's evidence is the method the codec lab's reference run records.
+func TestE9EvidenceIsTheReferenceRunsMethod(t *testing.T) {
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, CodecReference))
+	require.NoError(t, err)
+	var run struct {
+		Iters  int `json:"iters"`
+		Warmup int `json:"warmup"`
+	}
+	require.NoError(t, json.Unmarshal(data, &run))
+	p := evidence.For(t, "E9", "go run ./cmd/lab codecs -iters 200 -warmup 20")
+	p.Figure(`made with (\d+) timed encodes after (\d+) warm-up`, float64(run.Iters), float64(run.Warmup))
+	p.Done()
+}
+
+// Every evidence string that holds a figure is pinned by the test that
+// measures it: some test of the repository names it to evidence.For, which
+// then fails when a figure parts from the measurement or is claimed by
+// nothing.
+func TestEveryEvidenceFigureIsPinned(t *testing.T) {
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	items, err := evidence.Read(root)
+	require.NoError(t, err)
+	var tests strings.Builder
+	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") {
+			b, err := os.ReadFile(path)
+			tests.Write(b)
+			return err
+		}
+		return nil
+	}))
+	pinned := 0
+	for _, it := range items {
+		if len(evidence.Numbers(it.Lab)) == 0 {
+			continue
+		}
+		call := evidence.Call(it.ID, it.Command)
+		if !strings.Contains(tests.String(), call) {
+			t.Errorf("%s: %s's evidence %q holds figures no test pins: the test %q runs should call %s", FindingsFile, it.ID, it.Lab, it.Command, call)
+			continue
+		}
+		pinned++
+	}
+	require.Positive(t, pinned)
+	t.Logf("%d evidence strings hold figures, each pinned by its test", pinned)
 }

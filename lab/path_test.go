@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/internal/connect"
+	"github.com/nuvirahub/latencylab/internal/evidence"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/netem/nat"
@@ -75,6 +77,28 @@ func TestPathSwitchesChangeOnlyThePath(t *testing.T) {
 	require.Equal(t, 5*time.Millisecond, extra, "the relay adds its two legs and nothing else (N18: ~5 ms on a LAN)")
 	t.Logf("direct-lan %v, relay %v: +%v; connect %v (forced) and %v (ignore LAN)",
 		quantile.Median(direct.Latencies(time.Second)), quantile.Median(forced.Latencies(time.Second)), extra, forced.Path.Connect, ignored.Path.Connect)
+
+	// The figures N18's and E14's evidence quote from this test: each
+	// frame's delay through the relay, the switches' difference, the medians.
+	// (The first frames wait for the connection, which takes another time
+	// on each path.)
+	lo, hi, sw := time.Duration(math.MaxInt64), time.Duration(0), time.Duration(0)
+	for k := range d {
+		sw = max(sw, (f[k].Latency() - i[k].Latency()).Abs())
+		if d[k].Captured.Sub(direct.Start) >= time.Second {
+			lo, hi = min(lo, f[k].Latency()-d[k].Latency()), max(hi, f[k].Latency()-d[k].Latency())
+		}
+	}
+	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	n18 := evidence.For(t, "N18", "go test ./lab -run 'PathSwitches|RelaySees' -v")
+	n18.Figure(`a relay ([\d.]+) ms away`, msOf(lanPath(nil).Path.RelayDelay))
+	n18.Figure(`every frame after the first second exactly ([\d.]+) ms later`, msOf(lo))
+	n18.Figure(`every frame after the first second exactly ([\d.]+) ms later`, msOf(hi))
+	n18.Figure(`\(([\d.]+) vs ([\d.]+) ms median\)`, msOf(quantile.Median(direct.Latencies(time.Second))), msOf(quantile.Median(forced.Latencies(time.Second))))
+	n18.Done()
+	e14 := evidence.For(t, "E14", "go test ./lab -run PathSwitches -v")
+	e14.AtMost(`\(< (\d+) us\)`, float64(sw)/float64(time.Microsecond))
+	e14.Done()
 }
 
 // N18: the relay forwards the QUIC packets as they are, end-to-end

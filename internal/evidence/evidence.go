@@ -11,6 +11,7 @@
 package evidence
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -257,6 +258,20 @@ func (p *Pin) Within(pattern string, rel float64, measured ...float64) {
 	}
 }
 
+// Rule claims the figures pattern's groups hold and checks each against
+// the library's bound rule with no spread measured (docs/testing.md): the
+// measured value within a factor of the square root of two of the figure,
+// either way. It is for figures measured in real time, whose runs move with
+// the machine's load by more than a written figure's precision.
+func (p *Pin) Rule(pattern string, measured ...float64) {
+	for i, n := range p.figures(pattern, len(measured)) {
+		m := measured[i]
+		if n.Value <= 0 || m < n.Value/math.Sqrt2 || m > n.Value*math.Sqrt2 {
+			p.errs = append(p.errs, fmt.Sprintf("%s says %s where the test measures %.*f, more than the bound rule's factor of 1.41 away", p.where, p.text[n.Start:n.End], n.Decimals+1, m))
+		}
+	}
+}
+
 // AtMost claims the figure pattern's group holds as a bound the measured
 // value must not pass ("within 1 ms", "< 1 us").
 func (p *Pin) AtMost(pattern string, measured float64) {
@@ -265,6 +280,15 @@ func (p *Pin) AtMost(pattern string, measured float64) {
 			p.errs = append(p.errs, fmt.Sprintf("%s says at most %s where the test measures %g", p.where, p.text[n.Start:n.End], measured))
 		}
 	}
+}
+
+// Mismatch says which figures claimed so far part from the measurements,
+// leaving aside the numbers not claimed yet: nil when all hold.
+func (p *Pin) Mismatch() error {
+	if len(p.errs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(p.errs, "\n"))
 }
 
 // Err says what does not hold so far: figures that part from the

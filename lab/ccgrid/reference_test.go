@@ -1,13 +1,13 @@
 package ccgrid
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/evidence"
 	"github.com/nuvirahub/latencylab/lab"
 )
 
@@ -25,11 +25,15 @@ func TestN11EvidenceQuotesTheReferenceRun(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0)
 	f := findings[i]
 	require.NotEmpty(t, f.Evidence)
-	quoted := f.Evidence[0].Lab
-	names := map[string]string{"bbr": "BBR", "cubic": "CUBIC", "reno": "Reno", QUICRow: "QUIC (NewReno)"}
+	// Every figure of the evidence is the run's: the flows' length and
+	// each controller's share of the link.
+	p := evidence.For(t, "N11", "sudo go run ./cmd/lab ccgrid -n11-only")
+	p.Figure(`\(testdata/ccgrid, (\d+) s flows\)`, r.Grid.Seconds)
+	names := map[string]string{"bbr": "BBR", "cubic": "CUBIC", "reno": "Reno", QUICRow: `QUIC \(NewReno\)`}
 	for cc, u := range n.Utilisation {
-		require.Contains(t, quoted, fmt.Sprintf("%s %.1f%%", names[cc], 100*u), "lab/findings.yaml's N11 evidence against testdata/ccgrid")
+		p.Figure(names[cc]+` ([\d.]+)%`, 100*u)
 	}
+	p.Done()
 	// CUBIC under half and Reno over it: half reproduces, the class "partly".
 	require.False(t, n.Reproduced)
 	require.Less(t, n.Utilisation["cubic"], 0.5)

@@ -143,6 +143,7 @@ func TestIperf3MatchesBulk(t *testing.T) {
 	}
 	d := n11Duration(t)
 	d = d.Round(time.Second)
+	bulkUtil, iperfUtil := map[string]float64{}, map[string]float64{}
 	for _, cc := range controllers {
 		t.Run(cc, func(t *testing.T) {
 			p := badLinkPair(t, 11)
@@ -166,6 +167,8 @@ func TestIperf3MatchesBulk(t *testing.T) {
 				tol = 0.05
 			}
 			require.InEpsilon(t, iu, bulk.Utilisation, tol, fmt.Sprintf("bulk %.3f vs iperf3 %.3f", bulk.Utilisation, iu))
+			bulkUtil[cc], iperfUtil[cc] = bulk.Utilisation, iu
 		})
 	}
+	pinN11Evidence(t, d, bulkUtil, iperfUtil)
 }

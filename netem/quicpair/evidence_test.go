@@ -12,10 +12,6 @@ import (
 	"github.com/nuvirahub/latencylab/netem"
 )
 
-// transferCommand is the command the findings' evidence and docs/netem.md
-// name for the 60 s transfer.
-const transferCommand = "go test ./netem/quicpair -run Transfer60s -v"
-
 // transferSpread is how far a run's figures move from the usual run's: the
 // runtime's random choice among goroutines ready at one virtual instant
 // (see TestQUICTransferRepeatsForASeed) sends a few more or fewer packets
@@ -32,8 +28,8 @@ const transferTries = 5
 // evidence of lab/findings.yaml and the paragraph of docs/netem.md.
 func transferTexts(t *testing.T) []*evidence.Pin {
 	return []*evidence.Pin{
-		evidence.For(t, "N9", transferCommand),
-		evidence.For(t, "N11", transferCommand),
+		evidence.For(t, "N9", "go test ./netem/quicpair -run Transfer60s -v"),
+		evidence.For(t, "N11", "go test ./netem/quicpair -run Transfer60s -v"),
 		evidence.Doc(t, "docs/netem.md", "The documented bad", "holds the window down"),
 	}
 }
