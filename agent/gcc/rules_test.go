@@ -81,6 +81,8 @@ func TestDetectorAdaptiveThreshold(t *testing.T) {
 	}{
 		{"K_u above", 12.5, 20, 30, 12.5 + 0.01*30*7.5},
 		{"K_u below the band", 12.5, -20, 30, 12.5 + 0.01*30*7.5},
+		{"K_u just above", 12.5, 13.5, 30, 12.5 + 0.01*30*1},
+		{"K_u just below the band", 12.5, -13.5, 30, 12.5 + 0.01*30*1},
 		{"K_d inside", 12.5, 2, 30, 12.5 + 0.00018*30*(2-12.5)},
 		{"K_d at zero", 100, 0, 50, 100 - 0.00018*50*100},
 		{"15 ms beyond: no update", 12.5, 27.5001, 30, 12.5},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/agent/codec/frames"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/yuv"
 )
@@ -134,6 +135,7 @@ func TestTypingChangesASmallRegion(t *testing.T) {
 	pics, _ := versions(t, painter(t, 2, m), m, 3*time.Second)
 	require.Greater(t, len(pics), 10, "keystrokes")
 	p := painter(t, 2, m)
+	shifted := 0
 	for i := 1; i < len(pics); i++ {
 		d := lumaDiff(pics[i-1], pics[i])
 		_, regions, _ := m.Version(uint64(i + 1))
@@ -141,7 +143,26 @@ func TestTypingChangesASmallRegion(t *testing.T) {
 		require.True(t, d.inside(p, regions[0]), "keystroke %d changed pixels outside its line: %+v", i, d)
 		require.Positive(t, d.n, "keystroke %d changed nothing", i)
 		require.Less(t, float64(d.n), 0.02*testW*testH, "keystroke %d changed %d samples: more than a line", i, d.n)
+		// The line's text moves on by one glyph: where both keystrokes
+		// re-rendered it, column x of the new line is column x+GlyphW of
+		// the line before.
+		if i < 2 {
+			continue
+		}
+		_, before, _ := m.Version(uint64(i))
+		now, was := p.pixels(regions[0]), p.pixels(before[0])
+		x0, x1 := max(now.x0, was.x0-frames.GlyphW), min(now.x1, was.x1-frames.GlyphW)
+		if now.y0 != was.y0 || now.y1 != was.y1 || x1 <= x0 {
+			continue
+		}
+		shifted++
+		a, b := pics[i-1], pics[i]
+		for y := now.y0; y < now.y1; y++ {
+			require.Equal(t, a.Y[y*testW+x0+frames.GlyphW:y*testW+x1+frames.GlyphW], b.Y[y*testW+x0:y*testW+x1],
+				"keystroke %d row %d: not the line before moved on by a glyph", i, y)
+		}
 	}
+	require.Greater(t, shifted, len(pics)/2, "keystrokes compared with the one before on the same line")
 }
 
 func TestAnimationChangesTheWholeScreen(t *testing.T) {
