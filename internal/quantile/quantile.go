@@ -8,8 +8,8 @@
 //
 // It is gonum's stat.Empirical quantile (which reports/stats uses for
 // weighted bootstrap samples) with one difference: a tolerance of 1e-9 on
-// p x n, so that 0.95 x 100 in floating point picks the 95th value, not the
-// 96th.
+// p x n, so that 0.07 x 100 in floating point (7.000000000000001) picks
+// the 7th value, not the 8th.
 //
 // The viewer's own 250 ms reports are not measured with it: they compute
 // what the product computes (viewer/report.go).

@@ -18,14 +18,18 @@ func TestNearestRank(t *testing.T) {
 	require.Equal(t, 0.0, Median([]float64(nil)))
 }
 
-// 0.95 x 100 is a hair above 95 in floating point; the tolerance keeps the
-// 95th value.
+// 0.07 x 100 is a hair above 7 in floating point (7.000000000000001), and
+// 0.07 x 200 above 14; the tolerance keeps the 7th and 14th values, not the
+// 8th and 15th.
 func TestToleranceOnTheRank(t *testing.T) {
-	v := make([]float64, 100)
+	v := make([]float64, 200)
 	for i := range v {
 		v[i] = float64(i + 1)
 	}
-	require.Equal(t, 95.0, Nearest(v, 0.95))
+	require.Greater(t, 0.07*float64(len(v)/2), 7.0, "the case the tolerance is for")
+	require.Equal(t, 7.0, Nearest(v[:100], 0.07))
+	require.Equal(t, 14.0, Nearest(v, 0.07))
+	require.Equal(t, 95.0, Nearest(v[:100], 0.95))
 }
 
 // The definition is gonum's empirical quantile wherever p x n is not
