@@ -26,4 +26,11 @@ func TestMissingSkipsUnlessRequired(t *testing.T) {
 	Missing(&r, Shared, "trace %s absent", "x.up")
 	require.Equal(t, "trace x.up absent; LAB_REQUIRE_SHARED=1 requires it", r.failed)
 	require.Empty(t, r.skipped)
+
+	// Only 1 requires: 0 (or anything else) still skips.
+	t.Setenv(Shared, "0")
+	r = recorder{}
+	Missing(&r, Shared, "trace %s absent", "x.up")
+	require.NotEmpty(t, r.skipped)
+	require.Empty(t, r.failed)
 }

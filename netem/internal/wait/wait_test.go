@@ -111,4 +111,10 @@ func TestPassed(t *testing.T) {
 	require.False(t, Passed(time.Time{}), "no deadline")
 	require.True(t, Passed(time.Now().Add(-time.Second)))
 	require.False(t, Passed(time.Now().Add(time.Hour)))
+	// A deadline passes at its instant, not after it (net.Conn's): in a
+	// bubble, whose clock stands still, now is the deadline.
+	synctest.Test(t, func(t *testing.T) {
+		require.True(t, Passed(time.Now()))
+		require.False(t, Passed(time.Now().Add(time.Nanosecond)))
+	})
 }
