@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/cryptotest"
@@ -18,6 +17,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/internal/wire"
 	"github.com/nuvirahub/latencylab/lab/estimate"
+	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -186,6 +186,13 @@ func speedCarries(t *testing.T, s Session, res *Result, video *videoCounter) {
 // together. It runs the scenarios itself rather than through the suite's
 // runLibraryScenario, which runs each scenario once per test binary and so
 // would time nothing on the second -count.
+//
+// It checks what it names (libraryRan): every scenario of the library
+// ran, each for its whole duration, and together their links carried
+// the packets their bitrates need (lab/estimate's Packets, from each
+// scenario's bitrates, phases and durations), within 10%. The seconds it
+// divides by are those of the sessions that ran: a scenario whose trace
+// is in the absent ../shared folder counts for none.
 func TestLibrarySpeed(t *testing.T) {
 	if !*sessionSpeed {
 		t.Skip("run with -sessionspeed")
@@ -194,31 +201,73 @@ func TestLibrarySpeed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the scenario library does not load:\n%v", err)
 	}
-	var total time.Duration
-	var skipped atomic.Int32
+	order := estimate.Native.Longest(lib)
+	runs := make([]libraryRun, len(order))
 	cpu0, start := cpuTime(t), time.Now()
 	t.Run("all", func(t *testing.T) {
-		for _, sc := range estimate.Native.Longest(lib) {
-			total += sc.Duration
+		for i, sc := range order {
+			runs[i].sc = sc
 			t.Run(sc.Name, func(t *testing.T) {
 				t.Parallel()
 				synctest.Test(t, func(t *testing.T) {
-					_, err := Run(t.Context(), sc)
+					r, err := Run(t.Context(), sc)
 					if errors.Is(err, ErrSharedAbsent) {
-						skipped.Add(1)
+						runs[i].skipped = true
 						return
 					}
 					if err != nil {
 						t.Errorf("%s: %v", sc.Name, err)
 					}
+					runs[i].r = r
 				})
 			})
 		}
 	})
 	wall, cpu := time.Since(start), cpuTime(t)-cpu0
-	t.Logf("library: %d scenarios (%d without the shared folder), %.0f s of sessions in %v wall, %.0fx real time; %v CPU",
-		len(lib), skipped.Load(), total.Seconds(), wall.Round(time.Millisecond), total.Seconds()/wall.Seconds(), cpu.Round(time.Millisecond))
-	benchLine(t, wall, "x-real-time", total.Seconds()/wall.Seconds(), "session-s", total.Seconds())
+	sessions, skipped, seconds, packets := libraryRan(t, runs)
+	t.Logf("library: %d scenarios, %d run (%d without the shared folder), %.0f s of sessions in %v wall, %.0fx real time; %v CPU for %d packets",
+		len(lib), sessions, skipped, seconds, wall.Round(time.Millisecond), seconds/wall.Seconds(), cpu.Round(time.Millisecond), packets)
+	benchLine(t, wall, "x-real-time", seconds/wall.Seconds(), "session-s", seconds)
+}
+
+// libraryRun is one scenario of TestLibrarySpeed: its result, or that it
+// was skipped for want of the shared folder.
+type libraryRun struct {
+	sc      *scenarios.Scenario
+	r       *result.Run
+	skipped bool
+}
+
+// libraryRan checks that every scenario ran for its whole duration and
+// that the links carried, in all, the packets lab/estimate expects of
+// those that ran, within 10%; it returns how many ran and were skipped,
+// their seconds and the packets their links carried.
+func libraryRan(t *testing.T, runs []libraryRun) (sessions, skipped int, seconds float64, packets uint64) {
+	t.Helper()
+	var want float64
+	for _, run := range runs {
+		switch {
+		case run.skipped:
+			skipped++
+			continue
+		case run.r == nil:
+			t.Errorf("%s: no result", run.sc.Name)
+			continue
+		case run.r.Ran != run.sc.Duration || run.r.Interrupted != "":
+			t.Errorf("%s: ran %v of its %v (interrupted: %q)", run.sc.Name, run.r.Ran, run.sc.Duration, run.r.Interrupted)
+		}
+		sessions++
+		seconds += run.r.Ran.Seconds()
+		packets += run.r.Links.Up.OfferedPackets + run.r.Links.Down.OfferedPackets
+		want += estimate.Packets(run.sc)
+	}
+	if sessions+skipped != len(runs) || sessions == 0 {
+		t.Errorf("%d of the library's %d scenarios ran, %d skipped", sessions, len(runs), skipped)
+	}
+	if math.Abs(float64(packets)/want-1) > 0.1 {
+		t.Errorf("the library's links carried %d packets, want %.0f within 10%% (lab/estimate's Packets: the scenarios' bitrates over their phases)", packets, want)
+	}
+	return sessions, skipped, seconds, packets
 }
 
 // benchLine prints the figures as a line of go test -bench output (one
