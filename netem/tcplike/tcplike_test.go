@@ -204,6 +204,22 @@ func TestSegmentRoundTrip(t *testing.T) {
 		_, ok := decode(b)
 		require.False(t, ok)
 	}
+	// A corrupted segment is refused, not read as a strange one: a SACK
+	// block that is empty, reversed or negative, more blocks than an ACK
+	// holds, a data segment of no payload or more than an MSS.
+	for name, s := range map[string]segment{
+		"empty block":        {typ: typeAck, blocks: [][2]int64{{12, 12}}},
+		"reversed block":     {typ: typeAck, blocks: [][2]int64{{15, 12}}},
+		"negative block":     {typ: typeAck, blocks: [][2]int64{{-4, 12}}},
+		"too many blocks":    {typ: typeAck, blocks: [][2]int64{{1, 2}, {3, 4}, {5, 6}, {7, 8}}},
+		"no payload":         {typ: typeData, length: 0},
+		"more than an MSS":   {typ: typeData, length: MSS + 1},
+		"negative seq":       {typ: typeData, seq: -1, length: 10},
+		"type past the last": {typ: typeAck + 1},
+	} {
+		_, ok := decode(s.encode(nil, 0))
+		require.False(t, ok, name)
+	}
 	require.Equal(t, HeaderBytes+MSS, len(segment{typ: typeData, length: MSS}.encode(nil, HeaderBytes+MSS)))
 	require.Equal(t, 60, ackSize(3), "TCP's ACK with three SACK blocks and timestamps")
 }
