@@ -101,7 +101,8 @@ func Numbers(text string) []Number {
 		if inRef(m[0]) {
 			continue
 		}
-		// A digit glued to letters is a name (x86, H264, E11), not a figure.
+		// A digit glued to letters is a name (x86, H264, E11, static_0pct),
+		// not a figure.
 		if m[0] > 0 && isLetter(text[m[0]-1]) {
 			continue
 		}
@@ -119,7 +120,7 @@ func Numbers(text string) []Number {
 	return out
 }
 
-func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_' }
 
 // Pin is a text whose numbers a test claims, one by one.
 type Pin struct {
