@@ -234,6 +234,12 @@ func BenchmarkProxyRate(b *testing.B) {
 				r.write(b, buf)
 				sent++
 			}
+			// What it names is the bottleneck's rate: a sender that fell
+			// behind it (a busy machine) leaves the queue empty, and the
+			// slope below is then the sender's rate, not the bottleneck's.
+			if offered := float64(sent*size*8) / time.Since(start).Seconds(); offered < float64(rate) {
+				b.Errorf("the sender offered %.2f Mbit/s, under the bottleneck's %d: the rate measured would be the sender's", offered/1e6, rate/1e6)
+			}
 			// The backlog drains at the configured rate: 5 % of the run.
 			got := r.wait(sent, time.Second+time.Since(start)/10)
 			if len(got) < 2 {

@@ -28,7 +28,9 @@ import (
 // and replays of the session's own datagrams. Reported: the session's
 // one-way latency (half the round trip) median and p99, the flood's
 // achieved rate, the relay's drops by reason, and the Go heap in use after
-// the run against before it. A figure, never an assertion.
+// the run against before it. Figures, with one check of what they name
+// (floodRan): the session's pings went one a millisecond and the flood
+// reached its 100 000 a second, each within 10%.
 func BenchmarkRelayFlood(b *testing.B) {
 	d := 10 * time.Second
 	if s := os.Getenv("LAB_FLOOD"); s != "" {
@@ -158,6 +160,7 @@ func runRelayFlood(b *testing.B, d time.Duration, flood bool) {
 	slices.Sort(rtt)
 	q := func(p float64) time.Duration { return rtt[int(p*float64(len(rtt)-1))] }
 	st := srv.Stats()
+	floodRan(b, d, elapsed, sent, flood, flooded.Load())
 	b.ReportMetric(float64(q(0.5))/2/1e3, "one-way-p50-µs")
 	b.ReportMetric(float64(q(0.99))/2/1e3, "one-way-p99-µs")
 	b.ReportMetric(100*float64(sent-len(rtt))/float64(sent), "pings-lost-%")
@@ -170,12 +173,32 @@ func runRelayFlood(b *testing.B, d time.Duration, flood bool) {
 	b.ReportMetric(float64(heap1.HeapInuse)/(1<<20), "heap-after-MiB")
 }
 
-// floodRelay sends 100 000 datagrams a second at the relay from 64
+// floodPerSecond is the flood's rate, in datagrams.
+const floodPerSecond = 100_000
+
+// floodRan fails the benchmark unless the run was what it names: d of
+// pings at one a millisecond, and with the flood, floodPerSecond datagrams
+// a second sent at the relay, each within 10%. A ticker that drops ticks
+// on a busy machine, or a flood sender that cannot keep up, measures a
+// lighter load than the figures say.
+func floodRan(b *testing.B, d, elapsed time.Duration, pings int, flood bool, flooded int64) {
+	b.Helper()
+	if want := float64(d / time.Millisecond); float64(pings) < 0.9*want || float64(pings) > 1.1*want {
+		b.Errorf("the session sent %d pings in %v, want %.0f (one a millisecond) within 10%%: a ticker drops the ticks of a process that is late, as on a busy machine", pings, elapsed.Round(time.Millisecond), want)
+	}
+	if !flood {
+		return
+	}
+	if got := float64(flooded) / elapsed.Seconds(); got < 0.9*floodPerSecond || got > 1.1*floodPerSecond {
+		b.Errorf("the flood sent %.0f datagrams a second, want %d within 10%%", got, floodPerSecond)
+	}
+}
+
+// floodRelay sends floodPerSecond datagrams a second at the relay from 64
 // unregistered ports until stop: random bytes, truncated bind messages and
 // replays of a datagram the session sends, a third each.
 func floodRelay(b *testing.B, relay *net.UDPAddr, id SessionID, stop <-chan struct{}, done chan<- struct{}, count *atomic.Int64) {
 	defer close(done)
-	const perSecond = 100_000
 	const batch = 50
 	rng := rand.New(rand.NewPCG(1, 2))
 	var conns []*ipv4.PacketConn
@@ -206,7 +229,7 @@ func floodRelay(b *testing.B, relay *net.UDPAddr, id SessionID, stop <-chan stru
 		}
 		msgs[i] = ipv4.Message{Buffers: [][]byte{p}, Addr: relay}
 	}
-	every := time.Duration(batch) * time.Second / perSecond
+	every := time.Duration(batch) * time.Second / floodPerSecond
 	start := time.Now()
 	for k := 0; ; k++ {
 		select {
