@@ -178,9 +178,12 @@ func TestVersions(t *testing.T) {
 // a protocol error.
 func TestUpdateRejects(t *testing.T) {
 	for name, rect := range map[string][]byte{
-		"outside":  rectHeader(3, 0, 2, 1, EncodingRaw),
-		"encoding": rectHeader(0, 0, 1, 1, 7),
-		"copyrect": append(rectHeader(0, 0, 2, 2, EncodingCopyRect), 0, 3, 0, 3),
+		"outside":               rectHeader(3, 0, 2, 1, EncodingRaw),
+		"outside below":         rectHeader(0, 3, 1, 2, EncodingRaw),
+		"encoding":              rectHeader(0, 0, 1, 1, 7),
+		"copyrect":              append(rectHeader(0, 0, 2, 2, EncodingCopyRect), 0, 3, 0, 3),
+		"copyrect source right": append(rectHeader(0, 0, 2, 2, EncodingCopyRect), 0, 3, 0, 0),
+		"copyrect source below": append(rectHeader(0, 0, 2, 2, EncodingCopyRect), 0, 0, 0, 3),
 	} {
 		s := append([]byte("RFB 003.008\n"), 1, SecurityNone)
 		s = u32(s, 0)
