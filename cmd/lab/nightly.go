@@ -127,7 +127,9 @@ func nightlyCommand(name string, args []string, stderr io.Writer) ([]string, err
 Runs the nightly (the library as written, every seed) and writes its runs'
 evidence as the new baseline in testdata/baselines, to be committed: after
 an intended change, or to guard an improvement. With -group or -scenario it
-replaces only those scenarios' baselines.
+replaces only those scenarios' baselines. A baseline names the commit its
+runs were made from, so accept refuses a work tree with uncommitted changes:
+commit the change, accept, then commit testdata/baselines.
 
 flags:
 `
@@ -154,7 +156,9 @@ flags:
 	j.fs.String("scenario", "", "run these scenarios of the library, comma-separated")
 	j.fs.String("parallel", "0", "sessions at once; 0 is every core")
 	j.fs.Bool("exact", false, exactUsage)
-	if !accept {
+	if accept {
+		j.fs.Bool("allow-dirty", false, "accept from a work tree with uncommitted changes (the baselines then name a commit with -dirty, which no checkout has)")
+	} else {
 		j.fs.String("variant", jobs.AsWritten, "the configuration to run against the baseline: a name above, key=value settings, or both")
 	}
 	jobArgs, err := j.parse(args, func(get func(string) string) error {

@@ -24,6 +24,9 @@ func TestNightlyCommand(t *testing.T) {
 	args, err = nightlyCommand("accept", []string{"-scenario", "lan-animation"}, &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"-scenario=lan-animation", "-accept"}, args[len(args)-2:])
+	args, err = nightlyCommand("accept", []string{"-allow-dirty"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"-allow-dirty=true", "-accept"}, args[len(args)-2:], "accepting from a dirty tree only when told")
 
 	args, err = nightlyCommand("nightly", []string{"-exact"}, &bytes.Buffer{})
 	require.NoError(t, err)
@@ -45,6 +48,7 @@ func TestNightlyCommandRefusesBadFlags(t *testing.T) {
 		{"nightly", []string{"-variant", "old-pipelin"}, `nightly: configuration "old-pipelin": unknown configuration "old-pipelin" (did you mean old-pipeline?)`},
 		{"nightly", []string{"-group", "lans"}, `nightly: no group "lans" (did you mean lan?)`},
 		{"accept", []string{"-variant", "old-pipeline"}, "flag provided but not defined: -variant"},
+		{"nightly", []string{"-allow-dirty"}, "flag provided but not defined: -allow-dirty"},
 		{"nightly", []string{"extra"}, `nightly: unexpected argument "extra"`},
 		{"compare", []string{"-a", "as-written"}, "compare: no -b"},
 		{"compare", []string{"-b", "hold=1"}, "compare: -b: configuration \"hold=1\": hold: 1 is missing a unit"},
@@ -73,6 +77,8 @@ func TestNightlyUsage(t *testing.T) {
 	require.Contains(t, stderr.String(), "Settings: the ABR's threshold, window")
 	require.NoError(t, nightlyCmd("accept", []string{"-h"}, &bytes.Buffer{}, &stderr), "help is no failure")
 	require.Contains(t, stderr.String(), "usage: lab accept")
+	require.Contains(t, stderr.String(), "accept refuses a work tree with uncommitted changes")
+	require.Contains(t, stderr.String(), "-allow-dirty")
 }
 
 func TestGoTestNeedsGo(t *testing.T) {

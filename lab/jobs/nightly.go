@@ -42,8 +42,11 @@ type NightlyOptions struct {
 	// (old-pipeline must regress).
 	Config string
 	// Accept writes this run's evidence as the new baselines (the
-	// configuration must be as-written).
-	Accept bool
+	// configuration must be as-written). It refuses a work tree with
+	// uncommitted changes (ErrDirty) unless AllowDirty: a baseline names
+	// the commit its runs were made from, and "-dirty" names none.
+	Accept     bool
+	AllowDirty bool
 	// Parallel bounds the sessions at once (0: every core); Progress gets
 	// a line per session.
 	Parallel int
@@ -71,6 +74,11 @@ type NightlyRun struct {
 	Wall     time.Duration
 }
 
+// ErrDirty is the refusal to accept baselines from a work tree with
+// uncommitted changes: the code and scenarios they were made from would
+// be in no commit.
+var ErrDirty = errors.New("accept: the work tree has uncommitted changes")
+
 // Nightly runs the library (or a group) for every seed under one
 // configuration, compares every scenario with its baseline, writes the
 // report, the suite of results and, with Accept, the new baselines. It
@@ -90,6 +98,15 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 	}
 	if o.Accept && (cfg.Named.Name != AsWritten || len(cfg.Settings) > 0) {
 		return nil, fmt.Errorf("accepting a baseline under configuration %q: the baseline is the library as written; run -accept without -variant", cfg.Spec)
+	}
+	// The commit is described before the sessions run: it is the source
+	// they were built from, and a tree made dirty meanwhile is refused
+	// before an hour of sessions, not after.
+	commit := reports.Describe(o.Root)
+	if o.Accept && !o.AllowDirty && strings.HasSuffix(commit, "-dirty") {
+		return nil, fmt.Errorf("%w (git describe in %s: %s): a baseline names the commit its runs were made from. "+
+			"Commit the change first (git status lists it), then accept, and commit testdata/baselines; "+
+			"or, to accept anyway, lab accept -allow-dirty (the baselines then say %s)", ErrDirty, o.Root, commit, commit)
 	}
 	scs, err := Select(o.Group, o.Scenarios)
 	if err != nil {
@@ -111,7 +128,6 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 	whole := o.Group == "" && len(o.Scenarios) == 0
 	run.Judgement = Judge(baselines, scs, sessions, whole && len(left) == 0, o.Stats)
 	run.Judgement.NotApplicable = left
-	commit := reports.Describe(o.Root)
 
 	suite := &reports.Suite{Label: cfg.Spec, Created: began.UTC(), Commit: commit, Seeds: o.Seeds, Config: cfg.Changes()}
 	for _, s := range sessions {

@@ -41,6 +41,7 @@ var (
 	flagParallel = flag.String("parallel", "0", "sessions at once; 0 is every core")
 	flagBaseline = flag.String("baseline", jobs.DefaultBaselines, "nightly: the baselines' folder, relative to the module's root")
 	flagAccept   = flag.Bool("accept", false, "nightly: write this run's evidence as the new baselines")
+	flagDirty    = flag.Bool("allow-dirty", false, "nightly -accept: accept from a work tree with uncommitted changes (refused otherwise)")
 	flagGroup    = flag.String("group", "", "a group of the library: "+strings.Join(scenarios.Groups, ", "))
 	flagVariant  = flag.String("variant", jobs.AsWritten, "nightly: the configuration to run against the baseline")
 	flagA        = flag.String("a", jobs.AsWritten, "compare: configuration A, the reference")
@@ -92,7 +93,7 @@ func TestNightly(t *testing.T) {
 	seeds, parallel := seedsAndParallel(t)
 	run, err := jobs.Nightly(t, jobs.NightlyOptions{
 		Seeds: seeds, Baselines: *flagBaseline, Out: *flagOut, Scenarios: names(), Group: *flagGroup, Config: *flagVariant,
-		Accept: *flagAccept, Parallel: parallel, Progress: os.Stderr, Exact: exactRunner(t),
+		Accept: *flagAccept, AllowDirty: *flagDirty, Parallel: parallel, Progress: os.Stderr, Exact: exactRunner(t),
 	})
 	require.NoError(t, err)
 	j := run.Judgement
