@@ -49,5 +49,10 @@ func TestReadRectRejects(t *testing.T) {
 	err = ReadRect(bytes.NewReader(body[:len(body)-1]), codec.NewFrame(32, 32), 0, 0, 32, 32)
 	require.ErrorIs(t, err, ErrTruncated)
 	require.True(t, errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF), "%v", err)
-	require.ErrorIs(t, ReadRect(bytes.NewReader(body), codec.NewFrame(32, 32), 1, 0, 32, 32), ErrBounds)
+	// A rectangle that does not lie inside the frame, on any side, or has
+	// no area, is refused before a byte is read.
+	for _, r := range [][4]int{{1, 0, 32, 32}, {0, 1, 32, 32}, {-1, 0, 16, 16}, {0, -1, 16, 16}, {0, 0, 0, 16}, {0, 0, 16, 0}} {
+		require.ErrorIs(t, ReadRect(bytes.NewReader(body), codec.NewFrame(32, 32), r[0], r[1], r[2], r[3]), ErrBounds, "%v", r)
+	}
+	require.ErrorIs(t, ReadRect(bytes.NewReader(body), nil, 0, 0, 32, 32), ErrBounds, "no frame")
 }
