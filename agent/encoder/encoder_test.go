@@ -214,6 +214,22 @@ func TestSkipBufferFillsAndDrains(t *testing.T) {
 		}
 		require.True(t, frames[0].Keyframe)
 	})
+	// The buffer drains no lower than a quarter of a second's bitrate of
+	// credit (25 000 bits): after a still second, the first moving frames
+	// spend that credit. The first after the pause has the longest span's
+	// budget, 250 ms (25 000 bits), the others 16 160; the threshold is
+	// 10 000 bits and the buffer drains 100 bits a ms. At 1 s: -25 000 +
+	// 25 000 = 0; a refresh later -1 667 + 16 160 = 14 493; under 10 000
+	// again 45 ms on, at refresh 64 (1066.7 ms). Without the credit the
+	// first frame would leave 25 000 and the next wait for refresh 69.
+	synctest.Test(t, func(t *testing.T) {
+		e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) {
+			c.Bitrate, c.MinFrameBytes, c.SkipBuffer = 100_000, 2000, 100*time.Millisecond
+		})
+		frames, at := runSkipping(t, e, newScreen(t, 1, screen.Phase{Source: screen.Still{}}, screen.Phase{At: time.Second, Source: screen.Animation{}}), 1200*time.Millisecond)
+		require.Equal(t, []int64{0, 60, 61, 64}, at)
+		require.Equal(t, 3125, frames[1].Bytes, "250 ms at 100 kbit/s")
+	})
 	// Negative: no skipping, every refresh a smallest frame, three times
 	// the target.
 	synctest.Test(t, func(t *testing.T) {
