@@ -101,6 +101,10 @@ func TestSummariseAndCompare(t *testing.T) {
 	require.Equal(t, Summary{IBytes: 1000, PBytes: 200, P: 3, SkipRate: 0.25}, s)
 	// From 3 s on only the frame of 300 bytes at 3 s and the one of 200 count.
 	require.Equal(t, Summary{IBytes: 1000, PBytes: 250, P: 2}, Summarise(frames, 3*time.Second))
+	// A capture skipped before the first frame is not the keyframe: it
+	// counts as a skip, and the first frame sent is the keyframe.
+	skippedFirst := append([]Frame{{Skipped: true}}, frames...)
+	require.Equal(t, Summary{IBytes: 1000, PBytes: 200, P: 3, SkipRate: 0.4}, Summarise(skippedFirst, 0))
 	e := Compare([]Summary{{IBytes: 1500, PBytes: 100, P: 1, SkipRate: 0.5}}, []Summary{s})
 	require.InDelta(t, 50, e.PMdAPE, 1e-9)
 	require.InDelta(t, 50, e.IMdAPE, 1e-9)
