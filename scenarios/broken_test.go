@@ -38,6 +38,12 @@ func TestBrokenFiles(t *testing.T) {
 			"missing required field: recovery.under needs latency: expected the latency bound, like 150ms"}}},
 		{"expect-key-not-read.yaml", []Error{{dir + "expect-key-not-read.yaml", 6, "expect[0].latency",
 			"latency does not apply to latency.median: latency applies to latency.time-above or recovery.under"}}},
+		// A bound is a band (measured) or a requirement, not both, and an
+		// expected failure is a requirement.
+		{"expect-band-required.yaml", []Error{{dir + "expect-band-required.yaml", 6, "expect[1].band",
+			"a band is not required: expected band (bounds measured from this scenario's runs) or required (what requires the bound), not both"}}},
+		{"expect-band-expected-failure.yaml", []Error{{dir + "expect-band-expected-failure.yaml", 7, "expect[0].band",
+			"a band cannot be an expected failure: it is what the runs measured, and an expected failure is a requirement the product misses"}}},
 		{"phases-out-of-order.yaml", []Error{{dir + "phases-out-of-order.yaml", 8, "network.down[2].at",
 			"2s out of order: expected a time after the previous one, 5s"}}},
 		{"unknown-finding.yaml", []Error{{dir + "unknown-finding.yaml", 4, "findings[1]",

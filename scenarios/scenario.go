@@ -491,6 +491,16 @@ type Expectation struct {
 	// reported as an expected failure, and fails once the bound is met,
 	// so that a change in either direction shows.
 	ExpectedFailure string `yaml:"expected_failure" format:",nonempty" expected:"a sentence saying why the product misses the bound today"`
+	// Band marks bounds set from the measured spread of this scenario's
+	// own runs (make bounds, docs/testing.md): they guard against change,
+	// not for quality, so a value outside them says the session changed,
+	// in either direction, rather than that it got worse.
+	Band bool `yaml:"band" expected:"true or false"`
+	// Required says what requires the bound: a finding's figure, a
+	// standard's criterion. A bound that is not a band is a requirement
+	// (Requirement); Required names where it comes from, for the report
+	// of a failure.
+	Required string `yaml:"required" format:",nonempty" expected:"a sentence saying what requires the bound"`
 	// Line is the expectation's line in File, for reports.
 	Line int `yaml:"-"`
 }

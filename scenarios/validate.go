@@ -617,6 +617,15 @@ func (v validator) expectations() {
 			v.errf(p+".min", []string{p + ".max"}, "%s is greater than max %s: expected min <= max", fmtValue(m, *e.Min), fmtValue(m, *e.Max))
 		}
 		v.expectationKeys(p, m, e)
+		// A band says what this scenario's runs measured; a requirement
+		// and an expected failure say what the product should do. One
+		// bound is one of them.
+		switch {
+		case e.Band && e.Required != "":
+			v.errf(p+".band", []string{p + ".required"}, "a band is not required: expected band (bounds measured from this scenario's runs) or required (what requires the bound), not both")
+		case e.Band && e.ExpectedFailure != "":
+			v.errf(p+".band", []string{p + ".expected_failure"}, "a band cannot be an expected failure: it is what the runs measured, and an expected failure is a requirement the product misses")
+		}
 		v.nonNeg(p+".from", e.From)
 		switch {
 		case e.To < 0:

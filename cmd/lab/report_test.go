@@ -59,7 +59,7 @@ func TestReportRendersResults(t *testing.T) {
 	require.Contains(t, string(md), "## wired\n")
 	require.Contains(t, string(md), "Downlink: from 0s: rate 8 Mbit/s, delay 10ms; from 4s: rate 2 Mbit/s, delay 10ms.")
 	require.Contains(t, string(md), "| latency.median \\[0s, 10s) = 34 ms, want <= 100 ms | pass |")
-	require.Contains(t, string(md), "| fps \\[0s, 10s) = 28.2, want >= 35 | **FAIL** |")
+	require.Contains(t, string(md), "| fps \\[0s, 10s) = 28.2, want >= 35 | **FAIL**: below the required minimum |")
 	figures := []string{"latency-cdf.png", "wired-latency.png", "wired-stages.png", "wired-stages-time.png",
 		"wifi-latency.png", "wifi-stages.png", "wifi-stages-time.png"}
 	for _, name := range figures {
