@@ -83,6 +83,22 @@ func TestDeltaByKind(t *testing.T) {
 	_, d = m.Since(1, 500*time.Millisecond)
 	require.Equal(t, KindChange{Kind: "video", Changed: video, Complexity: DefaultVideoComplexity}, d.Kinds[0])
 	require.Empty(t, d.Kinds[1].Kind)
+
+	// Two changes at one refresh are one version, the later painted over
+	// the earlier: where they overlap the cells are the later's, its
+	// detail and its kind.
+	big, small := Rect{0, 0, 0.5, 0.5}, Rect{0, 0, 0.25, 0.25}
+	m = mustNew(t, 1, Config{Timeline: []Phase{
+		{Source: Script{Changes: []Change{{At: 101 * time.Millisecond, Regions: []Rect{big}, Complexity: 0.2}}}},
+		{At: 102 * time.Millisecond, Source: Video{Region: small, Complexity: 0.9}},
+	}})
+	img, d := m.Since(1, 120*time.Millisecond)
+	require.Equal(t, uint64(2), img.Version, "one version, at the refresh of 116.7 ms")
+	nBig, nSmall := float64(toCells(big).cells()), float64(toCells(small).cells())
+	require.InDelta(t, (nSmall*0.9+(nBig-nSmall)*0.2)/nBig, d.Complexity, 1e-12)
+	require.Equal(t, KindChange{Kind: "video", Changed: nSmall / nCells, Complexity: 0.9}, d.Kinds[0])
+	require.Equal(t, "script", d.Kinds[1].Kind)
+	require.InDelta(t, (nBig-nSmall)/nCells, d.Kinds[1].Changed, 1e-12)
 }
 
 func TestAnimationChangesTheWholeScreenAtEveryRefresh(t *testing.T) {
