@@ -118,7 +118,7 @@ func ReproductionTable(findings []Finding, entries []SuiteEntry, codec map[strin
 			documented = f.Documented
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f.ID, f.Class, escape(documented),
-			escape(strings.Join(lab, "<br>")), escape(f.Why), strings.Join(slices.Compact(cmds), "<br>"))
+			escape(strings.Join(lab, "<br>")), escape(f.Why), escape(strings.Join(slices.Compact(cmds), "<br>")))
 	}
 	return b.String()
 }
