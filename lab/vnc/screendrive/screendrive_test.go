@@ -98,4 +98,15 @@ func TestMarker(t *testing.T) {
 	require.False(t, ok)
 	_, ok = Read(codec.NewFrame(MarkerWidth, MarkerHeight))
 	require.False(t, ok, "a black corner is no marker")
+	// A block of one colour that is neither black nor white (a scaled or
+	// blended marker) is no bit, even with its inverse below it: here the
+	// first bit's black block turned grey.
+	Stamp(f, 5)
+	for y := range MarkerBlock {
+		for x := range MarkerBlock {
+			f.Pix[y*f.W+x] = 0x808080
+		}
+	}
+	_, ok = Read(f)
+	require.False(t, ok, "a grey block")
 }
