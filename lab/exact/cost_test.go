@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/nuvirahub/latencylab/internal/wire"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/estimate"
 	"github.com/nuvirahub/latencylab/lab/result"
@@ -46,7 +48,8 @@ type costPoint struct {
 // exact, takes each session's CPU time (the process's, one session at a
 // time), fits the three coefficients of lab/estimate's model to each by
 // least squares, prints them beside the models' and draws the two plots
-// of docs/performance.md. It asserts only that the fit explains the
+// of docs/performance.md. It asserts that each session carried the
+// bitrate it is measured at (carriesBitrate) and that the fit explains the
 // measurements within a factor of two, which a model of the wrong shape
 // would not.
 func TestCostModel(t *testing.T) {
@@ -77,6 +80,7 @@ func TestCostModel(t *testing.T) {
 					}
 				})
 				p := costPoint{mbps, length, float64(res.Links.Up.DeliveredPackets + res.Links.Down.DeliveredPackets), cpuTime(t) - cpu0}
+				carriesBitrate(t, sc, res)
 				t.Logf("native %d Mbit/s %v: %.0f packets, %v CPU", mbps, length, p.packets, p.cpu.Round(time.Millisecond))
 				native = append(native, p)
 			})
@@ -100,6 +104,7 @@ func TestCostModel(t *testing.T) {
 				}
 				links := res.Result.Links
 				p := costPoint{mbps, length, float64(links.Up.DeliveredPackets + links.Down.DeliveredPackets), cpuTime(t) - cpu0}
+				carriesBitrate(t, sc, res.Result)
 				t.Logf("exact %d Mbit/s %v: %.0f packets, %v CPU (%v wall)", mbps, length, p.packets, p.cpu.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
 				exact = append(exact, p)
 			})
@@ -144,6 +149,37 @@ func TestCostModel(t *testing.T) {
 			{"native", filter(native, func(p costPoint) bool { return p.mbps == 16 }), fits["native"], func(x float64) *scenarios.Scenario { return scenario(16, time.Duration(x*float64(time.Second))) }},
 			{"exact", filter(exact, func(p costPoint) bool { return p.mbps == 16 }), fits["exact"], func(x float64) *scenarios.Scenario { return scenario(16, time.Duration(x*float64(time.Second))) }},
 		}, func(p costPoint) float64 { return p.length.Seconds() })
+}
+
+// The QUIC packets of a session on the in-memory network: quic-go's
+// initial size of 1280 bytes of UDP payload (path MTU discovery cannot grow
+// it there), of which up to costQUICOverhead are not the stream's data:
+// the short header (1, a 4-byte connection ID, up to 4 of packet number),
+// the AEAD tag (16) and the STREAM frame's own (up to 9).
+const (
+	costQUICPacket   = 1280
+	costQUICOverhead = 1 + 4 + 4 + 16 + 9
+)
+
+// carriesBitrate fails the test unless the session ran its whole length
+// and its downlink carried its fixed bitrate within 10%: the bitrate's
+// bytes over the session, with the lab's header on each frame (one a
+// refresh) and each packet's overhead. The fit is of CPU against packets
+// and seconds; a session that carried less than its bitrate (OpenH264's
+// calibrated sizes send the animation at about 2 Mbit/s whatever the
+// target) would put its points at the wrong bitrate on the plot.
+func carriesBitrate(t *testing.T, sc *scenarios.Scenario, r *result.Run) {
+	t.Helper()
+	if r.Ran != sc.Duration || r.Interrupted != "" {
+		t.Errorf("%s: ran %v of its %v (interrupted: %q)", sc.Name, r.Ran, sc.Duration, r.Interrupted)
+	}
+	bps, ran := float64(sc.Controller.Bitrate), r.Ran.Seconds()
+	frames := ran * r.Refresh
+	want := (bps/8*ran + frames*wire.FrameHeaderSize) * costQUICPacket / (costQUICPacket - costQUICOverhead)
+	if got := float64(r.Links.Down.DeliveredBytes); math.Abs(got/want-1) > 0.1 {
+		t.Errorf("%s: the downlink carried %.2f Mbit/s, want %.2f within 10%% (%.0f Mbit/s, a frame header a frame, a packet's overhead a packet)",
+			sc.Name, got*8/ran/1e6, want*8/ran/1e6, bps/1e6)
+	}
 }
 
 // fitModel fits Fixed, PerSecond and PerPacket to the points by least

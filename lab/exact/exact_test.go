@@ -255,7 +255,8 @@ func cpuTime(tb testing.TB) time.Duration {
 // instance per iteration, as the sweep and lab test run them. The two
 // lengths part what every session pays (an instance, the guest's start,
 // the result's way out) from what each session second costs. It reports
-// how much faster than real time the session ran (x-real-time); compare
+// how much faster than real time the session ran (x-real-time), and
+// checks that each session was the one it names (abrLossyRan); compare
 // builds with benchstat:
 //
 //	go test ./lab/exact -run '^$' -bench ExactSession -benchtime 3x -count 3
@@ -285,6 +286,7 @@ func BenchmarkExactSession(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				abrLossyRan(b, &sc, res.Result)
 			}
 			perSession := b.Elapsed() / time.Duration(b.N)
 			b.ReportMetric(sc.Duration.Seconds()/perSession.Seconds(), "x-real-time")
@@ -295,5 +297,30 @@ func BenchmarkExactSession(b *testing.B) {
 			b.ReportMetric(cpu.Seconds(), "cpu-s/op")
 			b.ReportMetric(sc.Duration.Seconds()/cpu.Seconds(), "x-real-time-cpu")
 		})
+	}
+}
+
+// abrLossyRan fails the benchmark unless r is a whole session of sc,
+// abr-lossy, as its description has it: the adaptive bitrate starts above
+// what the link carries, so in the first second the video handed to QUIC
+// is at least the bottleneck's capacity (within 10%). A session whose
+// encoder sent less (OpenH264's calibrated sizes send the animation at
+// about 2 Mbit/s) would time a lighter load under abr-lossy's name.
+func abrLossyRan(b *testing.B, sc *scenarios.Scenario, r *result.Run) {
+	b.Helper()
+	if r == nil || r.Ran != sc.Duration || r.Interrupted != "" {
+		b.Fatalf("%s: the session did not run its %v: %+v", sc.Name, sc.Duration, r)
+	}
+	var sent, capacity float64
+	for _, p := range r.Series {
+		if p.To > time.Second {
+			break
+		}
+		sent += p.SendBps * (p.To - p.From).Seconds()
+		capacity += p.Down.CapacityBps * (p.To - p.From).Seconds()
+	}
+	if capacity == 0 || sent < 0.9*capacity {
+		b.Errorf("%s: the video handed to QUIC in the first second was %.2f Mbit, want at least the link's %.2f within 10%% (the ABR starts at %.1f Mbit/s)",
+			sc.Name, sent/1e6, capacity/1e6, float64(r.Targets[0].Bps)/1e6)
 	}
 }
