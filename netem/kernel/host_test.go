@@ -243,4 +243,8 @@ func TestBetweenAndIsUDP(t *testing.T) {
 	v6[0], v6[6] = 0x60, ipProtoUDP
 	require.True(t, isUDP(v6))
 	require.False(t, between(v6, a, b), "IPv6 never crosses")
+	// A header cut short is no UDP packet, whatever its protocol byte says.
+	pk[9] = ipProtoUDP
+	require.False(t, isUDP(pk[:19]), "IPv4 without its whole header")
+	require.False(t, isUDP(v6[:39]), "IPv6 without its whole header")
 }
