@@ -153,6 +153,18 @@ func TestPacketConnCloseCountsUnreadPackets(t *testing.T) {
 		require.Equal(t, Counter{}, n.NoRoute())
 		require.NoError(t, c.Close())
 		require.Equal(t, Counter{2, 20}, n.NoRoute(), "the two unread packets")
+
+		// A packet read before the close is not counted.
+		c = n.MustListen("10.0.0.1:2")
+		for range 3 {
+			_, err := c.WriteTo(make([]byte, 10), c.LocalAddr())
+			require.NoError(t, err)
+		}
+		synctest.Wait()
+		_, _, err := c.ReadFrom(make([]byte, 10))
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		require.Equal(t, Counter{4, 40}, n.NoRoute(), "two more unread packets")
 	})
 }
 
