@@ -155,7 +155,9 @@ var realSpeed = flag.Bool("realspeed", false, "measure how much faster than real
 // encoder runs: 4 s of the full-screen animation on the LAN, painted,
 // encoded and decoded, at 720p and at 1080p (the goal: at least 2x at
 // 720p on one core), in wall time and in CPU time (what one core would
-// take on a quiet machine). A test rather than a benchmark, since a session's
+// take on a quiet machine). Each session checks that it was what it names
+// (realSpeedRan): the real encoder, for the whole 4 s, each frame shown
+// decoded. A test rather than a benchmark, since a session's
 // virtual time needs a synctest bubble, which only a test has; it runs
 // only when asked, since its figure is the machine's:
 //
@@ -171,11 +173,41 @@ func TestRealSpeed(t *testing.T) {
 		start, cpu0 := time.Now(), cpuTime(t)
 		r := runReal(t, sc)
 		wall, cpu := time.Since(start), cpuTime(t)-cpu0
+		realSpeedRan(t, sc, r)
 		// The CPU time is what one core would take with nothing else
 		// running: on a busy machine the wall time also counts the
 		// waits for a core, the CPU time does not.
 		t.Logf("%s: %v of session in %v of wall time, %.2fx real time on GOMAXPROCS=%d; %v of CPU, %.2fx real time per core (%d frames)",
 			preset, sc.Duration, wall.Round(time.Millisecond), sc.Duration.Seconds()/wall.Seconds(), runtime.GOMAXPROCS(0),
 			cpu.Round(time.Millisecond), sc.Duration.Seconds()/cpu.Seconds(), len(r.Frames))
+	}
+}
+
+// realSpeedRan fails the test unless r is a session of sc's real encoder
+// that ran its whole length, displayed frames through it at least once a
+// second, and decoded each it displayed (a PSNR is only a real decoder's):
+// a probe that fell back to the H.264 model, or a session cut short, would
+// time something cheaper under the real encoder's name.
+func realSpeedRan(t *testing.T, sc *scenarios.Scenario, r *result.Run) {
+	t.Helper()
+	if r.Encoder != sc.Agent.Encoder {
+		t.Errorf("%s: the session's encoder was %q", sc.Agent.Encoder, r.Encoder)
+	}
+	if r.Ran != sc.Duration || r.Interrupted != "" {
+		t.Errorf("%s: ran %v of its %v (interrupted: %q)", sc.Agent.Encoder, r.Ran, sc.Duration, r.Interrupted)
+	}
+	displayed := 0
+	for _, f := range r.Frames {
+		if !f.WasDisplayed() {
+			continue
+		}
+		displayed++
+		if f.PSNR <= 0 {
+			t.Errorf("%s: frame %d was displayed without a PSNR: not decoded by the real decoder", sc.Agent.Encoder, f.Seq)
+			return
+		}
+	}
+	if displayed < int(sc.Duration.Seconds()) {
+		t.Errorf("%s: %d frames displayed in %v, want at least one a second", sc.Agent.Encoder, displayed, sc.Duration)
 	}
 }
