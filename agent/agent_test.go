@@ -3,6 +3,8 @@ package agent
 import (
 	"bufio"
 	"context"
+	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -84,13 +86,22 @@ func (l *lossCounter) Loss(_ time.Time, sent, lost uint64) {
 // With every viewer report the agent hands a controller that judges loss
 // its connection's packets sent and declared lost, totals since it opened.
 func TestAgentHandsOverLossAtEachReport(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	// lossAtReports runs an agent showing src, its packets to the viewer
+	// lost with probability loss once the connection is up, through three
+	// reports, and returns what its controller was handed and its
+	// connection's own counts.
+	lossAtReports := func(t *testing.T, src screen.Source, loss float64) ([][2]uint64, quicStats) {
 		n := netem.NewNetwork(1)
 		defer n.Close()
 		p, err := quicpair.Open(context.Background(), n.MustListen("10.0.0.2:1"), n.MustListen("10.0.0.1:1"), nil, nil)
 		require.NoError(t, err)
 		defer p.Close()
-		scr, err := screen.New(1, screen.Config{Timeline: []screen.Phase{{Source: screen.Still{}}}})
+		if loss > 0 {
+			_, err := n.SetLink(netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.1"),
+				netem.LinkConfig{Impairments: []netem.Impairment{&netem.Loss{Probability: loss}}})
+			require.NoError(t, err)
+		}
+		scr, err := screen.New(1, screen.Config{Timeline: []screen.Phase{{Source: src}}})
 		require.NoError(t, err)
 		lc := &lossCounter{Fixed: Fixed{Bps: 1e6}}
 		a, err := New(Config{Screen: scr, Controller: lc})
@@ -109,18 +120,36 @@ func TestAgentHandsOverLossAtEachReport(t *testing.T) {
 		}
 		require.NoError(t, st.Close())
 		require.NoError(t, <-done)
+		stats := p.Server.ConnectionStats()
 
 		lc.mu.Lock()
 		defer lc.mu.Unlock()
 		require.Len(t, lc.calls, 3, "one per report")
 		for i, c := range lc.calls {
 			require.NotZero(t, c[0], "the handshake's packets at least")
-			require.Zero(t, c[1], "a lossless network")
 			if i > 0 {
 				require.Greater(t, c[0], lc.calls[i-1][0], "the agent sent between two reports (the clock reply, frames, acknowledgements)")
+				require.GreaterOrEqual(t, c[1], lc.calls[i-1][1], "totals")
 			}
 		}
-		stats := p.Server.ConnectionStats()
-		require.LessOrEqual(t, lc.calls[2][0], stats.PacketsSent, "the connection's own counts")
+		return slices.Clone(lc.calls), quicStats{stats.PacketsSent, stats.PacketsLost}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		calls, stats := lossAtReports(t, screen.Still{}, 0)
+		for _, c := range calls {
+			require.Zero(t, c[1], "a lossless network")
+		}
+		require.LessOrEqual(t, calls[2][0], stats.sent, "the connection's own counts")
+	})
+	// A tenth of an animation's packets lost: the losses QUIC declared
+	// reach the controller.
+	synctest.Test(t, func(t *testing.T) {
+		calls, stats := lossAtReports(t, screen.Animation{}, 0.1)
+		require.Positive(t, calls[2][1], "losses handed over")
+		require.LessOrEqual(t, calls[2][0], stats.sent)
+		require.LessOrEqual(t, calls[2][1], stats.lost, "the connection's own counts")
 	})
 }
+
+// quicStats is a connection's packets sent and declared lost.
+type quicStats struct{ sent, lost uint64 }
