@@ -1,6 +1,7 @@
 package screen
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -367,16 +368,42 @@ func TestConfigErrors(t *testing.T) {
 
 // BenchmarkMinuteOfScrolling polls a minute of scrolling (the costliest
 // source for the canvas: 79% of the screen repainted at every refresh) at
-// 60 Hz, as a capturer does.
+// 60 Hz, as a capturer does. It checks that the minute was that load
+// (scrollingMinute): a new version at every refresh, 79% of the screen
+// changed on average within 10%; a source that changed less, or less
+// often, would be timed under this one's name.
 func BenchmarkMinuteOfScrolling(b *testing.B) {
 	for b.Loop() {
 		m, err := New(1, Config{Timeline: []Phase{{Source: Scrolling{}}}})
 		require.NoError(b, err)
 		var taken uint64
+		var versions int
+		var changed float64
 		for k := int64(0); k <= 3600; k++ {
-			img, _ := m.Since(taken, refresh(k))
+			img, d := m.Since(taken, refresh(k))
+			if k > 0 && img.Version != taken {
+				versions++
+				changed += d.Changed
+			}
 			taken = img.Version
 		}
+		scrollingMinute(b, versions, changed)
+	}
+}
+
+// scrollingMinute fails the benchmark unless each of the minute's 3600
+// refreshes after the first found a new version, changed on average by the
+// scrolled region's area (DefaultScrollingRegion, 79% of the screen)
+// within 10%.
+func scrollingMinute(b *testing.B, versions int, changed float64) {
+	b.Helper()
+	const polls = 3600
+	repainted := DefaultScrollingRegion.Area()
+	if versions != polls {
+		b.Fatalf("%d of %d refreshes found a new version", versions, polls)
+	}
+	if mean := changed / polls; math.Abs(mean/repainted-1) > 0.1 {
+		b.Fatalf("%.0f%% of the screen changed at a refresh on average, want %.0f%% within 10%%", 100*mean, 100*repainted)
 	}
 }
 
