@@ -80,9 +80,11 @@ func (t *fakeT) Errorf(format string, args ...any) {
 	t.errors = append(t.errors, fmt.Sprintf(format, args...))
 	t.failed = true
 }
-func (t *fakeT) Logf(format string, args ...any) { t.logs = append(t.logs, fmt.Sprintf(format, args...)) }
-func (t *fakeT) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
-func (t *fakeT) Failed() bool                    { return t.failed }
+func (t *fakeT) Logf(format string, args ...any) {
+	t.logs = append(t.logs, fmt.Sprintf(format, args...))
+}
+func (t *fakeT) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+func (t *fakeT) Failed() bool     { return t.failed }
 
 func (t *fakeT) end() {
 	for i := len(t.cleanups) - 1; i >= 0; i-- {
