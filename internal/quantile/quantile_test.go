@@ -30,6 +30,13 @@ func TestToleranceOnTheRank(t *testing.T) {
 	require.Equal(t, 7.0, Nearest(v[:100], 0.07))
 	require.Equal(t, 14.0, Nearest(v, 0.07))
 	require.Equal(t, 95.0, Nearest(v[:100], 0.95))
+	// Larger counts put p x n further from the whole number: 0.14 x 136 550
+	// is 19117.000000000004, which a tolerance of 1e-12 would not absorb.
+	w := make([]float64, 136_550)
+	for i := range w {
+		w[i] = float64(i + 1)
+	}
+	require.Equal(t, 19117.0, Nearest(w, 0.14))
 }
 
 // The definition is gonum's empirical quantile wherever p x n is not
