@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,36 +91,16 @@ func loadScenario(name string) (*scenarios.Scenario, error) {
 	return nil, fmt.Errorf("no scenario %q in the library (a file must end in .yaml); the library has: %s", name, strings.Join(names, ", "))
 }
 
-// bodyError finds the wrapped scenario's place in a loader error, and
-// bodyOffset is how many lines come before the body in it.
-var bodyError = regexp.MustCompile(`request:(\d+): (?:network\.both(?:\[0\])?\.?)?`)
-
-const bodyOffset = 5
-
 // phaseImpairments reads one phase written as in a scenario file (the
-// API's body) through the scenario loader, so that its mistakes are
-// reported as the loader reports them. It builds the phase twice, once
-// per direction: an impairment instance belongs to one link (a rate's
-// queue, a loss model's state), so the two directions never share one.
+// API's body) through the scenario loader (scenarios.ParsePhase), so that
+// its mistakes are reported as the loader reports them. It builds the
+// phase twice, once per direction: an impairment instance belongs to one
+// link (a rate's queue, a loss model's state), so the two directions never
+// share one.
 func phaseImpairments(body []byte) (up, down []netem.Impairment, err error) {
-	doc := "name: api\ndescription: a phase sent to the proxy's API\nduration: 1s\nnetwork:\n  both:\n"
-	for _, line := range strings.Split(strings.TrimRight(string(body), "\n"), "\n") {
-		doc += "    " + line + "\n"
-	}
-	sc, err := scenarios.Parse("request", []byte(doc), nil)
+	sc, err := scenarios.ParsePhase(body)
 	if err != nil {
-		// Speak of the body the user sent, not of the scenario it was
-		// wrapped in: its lines and its fields. A syntax error found at
-		// the end of the input is on the body's last line.
-		lines := strings.Count(strings.TrimRight(string(body), "\n"), "\n") + 1
-		return nil, nil, errors.New(bodyError.ReplaceAllStringFunc(err.Error(), func(m string) string {
-			sub := bodyError.FindStringSubmatch(m)
-			n, _ := strconv.Atoi(sub[1])
-			return fmt.Sprintf("line %d: ", min(max(n-bodyOffset, 1), lines))
-		}))
-	}
-	if len(sc.Network.Up) != 1 {
-		return nil, nil, errors.New("expected one phase, like {delay: 50ms, loss: 2%}")
+		return nil, nil, err
 	}
 	upLink, downLink, err := lab.Links(sc)
 	if err != nil {
