@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // lab sweep checks its flags itself and hands go test the job spelt out,
@@ -52,10 +53,10 @@ func TestSweepNeedsGo(t *testing.T) {
 // sweep-merge turns parts into the report and table; it runs no session.
 func TestSweepMerge(t *testing.T) {
 	dir := t.TempDir()
-	g := sweep.Grid{Threshold: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 90 * time.Millisecond}, Scenarios: []string{"abr-lossy"}, Warmup: time.Second}
+	g := grid.Grid{Threshold: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 90 * time.Millisecond}, Scenarios: []string{"abr-lossy"}, Warmup: time.Second}
 	var files []string
 	for i := 1; i <= 2; i++ {
-		points, err := sweep.Shard(g.Points(), i, 2)
+		points, err := grid.Shard(g.Points(), i, 2)
 		require.NoError(t, err)
 		p := &sweep.Part{Schema: sweep.PartSchema, Grid: g, Shard: sweep.ShardID{I: i, N: 2}, Wall: time.Second, Virtual: 40 * time.Second, Parallel: 1}
 		for _, pt := range points {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 	"github.com/nuvirahub/latencylab/lab/tune"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -46,7 +47,7 @@ func tuneCmd(args []string, stdout, stderr io.Writer) error {
 	step := fs.Float64("step", 0.3, "the search's initial step, a share of each parameter's range (on its scale)")
 	seed := fs.Uint64("seed", 1, "the optimiser's seed")
 	screen := fs.Int("screen", 1, "race the candidates: score each on the first N training seeds only, and confirm on the rest a generation's best there when it beats the best confirmed; 0 (or as many as -seeds) scores every candidate on every training seed")
-	warmup := fs.String("warmup", scenarios.FormatDuration(sweep.DefaultWarmup), "the start of each session left out of the measurements")
+	warmup := fs.String("warmup", scenarios.FormatDuration(grid.DefaultWarmup), "the start of each session left out of the measurements")
 	duration := fs.String("duration", "", "cut every scenario to this duration (quick tunes); a scenario whose timeline changes after the cut is refused")
 	gridParts := fs.String("grid-parts", "", "the part files of a sweep to measure the tune against (a glob, quoted, or comma-separated): its best point under this objective is validated beside the winner")
 	exactFlag := fs.Bool("exact", true, "run every session exact (lab/exact): a candidate's score is a function of the candidate; false runs them natively, about 10x faster")
@@ -182,7 +183,7 @@ func tuneSettings(params, scs, heldOut, seeds, valSeeds, warmup, duration, gridP
 		name, list string
 		to         *[]uint64
 	}{{"seeds", seeds, &s.Seeds}, {"validation-seeds", valSeeds, &s.ValidationSeeds}} {
-		var g sweep.Grid
+		var g grid.Grid
 		if err := g.SetSeeds(f.list); err != nil {
 			errs = append(errs, fmt.Errorf("-%s: %w", f.name, err))
 		}
@@ -210,7 +211,7 @@ func tuneSettings(params, scs, heldOut, seeds, valSeeds, warmup, duration, gridP
 		if err != nil {
 			return s, err
 		}
-		g := sweep.Grid{Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Warmup: s.Warmup, Duration: s.Duration}
+		g := grid.Grid{Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Warmup: s.Warmup, Duration: s.Duration}
 		loaded, err := sweep.LoadScenarios(g, root)
 		if err != nil {
 			errs = append(errs, err)

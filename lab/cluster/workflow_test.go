@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nuvirahub/latencylab/internal/modroot"
-	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // dispatch is what the tests read of a workflow's manual trigger: its
@@ -143,7 +143,7 @@ func TestSweepWorkflowShards(t *testing.T) {
 		seen := map[int]bool{}
 		for _, i := range list {
 			flag := strings.NewReplacer("${{ matrix.shard }}", strconv.Itoa(i), "${{ needs.plan.outputs.count }}", outputs["count"]).Replace(run.Env["SHARD"])
-			si, sn, err := sweep.ParseShard(flag)
+			si, sn, err := grid.ParseShard(flag)
 			require.NoError(t, err, "matrix entry %d", i)
 			require.Equal(t, count, sn, "every shard divides by the count")
 			require.False(t, seen[si], "shard %d twice", si)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -40,12 +41,12 @@ func RegisterFlags(fs *flag.FlagSet) {
 		}
 	}
 	def(FlagGrid, "", "a grid file (YAML: the axes, scenarios, seeds, warmup, duration); the flags below replace what it says")
-	for _, a := range axes {
-		def(a.key, "", fmt.Sprintf("%s values to try, comma-separated (%s each)", a.key, a.what))
+	for _, key := range grid.AxisKeys() {
+		def(key, "", fmt.Sprintf("%s values to try, comma-separated (%s each)", key, grid.AxisWhat(key)))
 	}
 	def(FlagScenarios, "", "scenarios, comma-separated: library names or .yaml files relative to the module's root")
 	def(FlagSeeds, "", "seeds, comma-separated; none keeps each scenario's own")
-	def(FlagWarmup, scenarios.FormatDuration(DefaultWarmup), "the start left out of the measurements")
+	def(FlagWarmup, scenarios.FormatDuration(grid.DefaultWarmup), "the start left out of the measurements")
 	def(FlagDuration, "", "cut every scenario to this duration (quick sweeps)")
 	def(FlagShard, "1/1", "the shard to run, i/n from 1/n to n/n: the points whose index is i-1 modulo n")
 	def(FlagOut, DefaultOut, "the folder for the part file (and, for 1/1, the report)")
@@ -55,7 +56,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 
 // Job is what the flags ask for.
 type Job struct {
-	Grid Grid
+	Grid grid.Grid
 	// GridFile is the grid file the job read, absolute; Args passes it on
 	// for a grid of candidates, which no flag spells.
 	GridFile string
@@ -95,19 +96,19 @@ func JobFromFlags(fs *flag.FlagSet, root string) (Job, error) {
 	flagErr := func(name string, err error) {
 		errs = append(errs, fmt.Errorf("-%s: %w", name, err))
 	}
-	j.Grid = Grid{Warmup: DefaultWarmup}
+	j.Grid = grid.Grid{Warmup: grid.DefaultWarmup}
 	if file := get(FlagGrid); file != "" {
-		g, err := LoadGrid(abs(file))
+		g, err := grid.Load(abs(file))
 		if err != nil {
 			return j, err
 		}
 		j.Grid = g
 		j.GridFile = abs(file)
 	}
-	for _, a := range axes {
-		if given[a.key] {
-			if err := j.Grid.SetAxis(a.key, get(a.key)); err != nil {
-				flagErr(a.key, err)
+	for _, key := range grid.AxisKeys() {
+		if given[key] {
+			if err := j.Grid.SetAxis(key, get(key)); err != nil {
+				flagErr(key, err)
 			}
 		}
 	}
@@ -135,7 +136,7 @@ func JobFromFlags(fs *flag.FlagSet, root string) (Job, error) {
 		}
 		*f.to = d
 	}
-	i, n, err := ParseShard(get(FlagShard))
+	i, n, err := grid.ParseShard(get(FlagShard))
 	if err != nil {
 		flagErr(FlagShard, err)
 	}
@@ -183,13 +184,9 @@ func (j Job) Args() ([]string, error) {
 		}
 		args = append(args, "-"+FlagGrid+"="+j.GridFile)
 	}
-	for _, a := range axes {
-		var vals []string
-		for i := range a.length(g) {
-			vals = append(vals, a.format(g, i))
-		}
-		if len(vals) > 0 {
-			args = append(args, "-"+a.key+"="+strings.Join(vals, ","))
+	for _, key := range grid.AxisKeys() {
+		if vals := g.Values(key); len(vals) > 0 {
+			args = append(args, "-"+key+"="+strings.Join(vals, ","))
 		}
 	}
 	var seeds []string

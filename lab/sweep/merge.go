@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // Sentinels of Merge's errors, for errors.Is.
@@ -20,7 +22,7 @@ var (
 // Table is a whole sweep, merged: a row per point of the grid, in its
 // order, and what the parts say about how it ran.
 type Table struct {
-	Grid  Grid
+	Grid  grid.Grid
 	Rows  []Row
 	Parts []PartInfo
 	// Exact says every session ran exact (Part.Exact).
@@ -39,7 +41,7 @@ type PartInfo struct {
 
 // Row is one point: its sessions and their aggregates.
 type Row struct {
-	Point Point
+	Point grid.Point
 	// Runs are the point's sessions in the grid's order: scenario, then
 	// seed.
 	Runs []RunResult
@@ -196,7 +198,7 @@ func list(items []string) string {
 // missingPoints describes the points no part holds, grouped by the shard
 // that should have held them when the parts agree on the shard count, so
 // that the message says which CI job or pod to rerun.
-func missingPoints(points []Point, found []*PointResult, parts []*Part) string {
+func missingPoints(points []grid.Point, found []*PointResult, parts []*Part) string {
 	var ids []string
 	n := parts[0].Shard.N
 	for _, p := range parts {
@@ -209,7 +211,7 @@ func missingPoints(points []Point, found []*PointResult, parts []*Part) string {
 		if pr == nil {
 			ids = append(ids, points[i].ID)
 			if n > 0 {
-				s := shardOf(i, n)
+				s := grid.ShardOf(i, n)
 				byShard[s] = append(byShard[s], points[i].ID)
 			}
 		}
@@ -233,8 +235,8 @@ func missingPoints(points []Point, found []*PointResult, parts []*Part) string {
 }
 
 // gridDiff names the fields in which two grids differ.
-func gridDiff(a, b Grid) string {
-	fields := func(g Grid) map[string]string {
+func gridDiff(a, b grid.Grid) string {
+	fields := func(g grid.Grid) map[string]string {
 		data, _ := json.Marshal(g)
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(data, &m)

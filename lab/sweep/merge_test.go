@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // fakePart is a whole grid's part (1/1) with made-up measurements, for
 // testing what needs no session.
-func fakePart(g Grid) *Part {
+func fakePart(g grid.Grid) *Part {
 	p := &Part{Schema: PartSchema, Grid: g, Shard: ShardID{I: 1, N: 1}, Wall: 10 * time.Second, Parallel: 2}
 	for _, pt := range g.Points() {
 		pr := PointResult{Point: pt}
@@ -35,7 +37,7 @@ func splitPart(t *testing.T, full *Part, n int) []*Part {
 	t.Helper()
 	var parts []*Part
 	for i := 1; i <= n; i++ {
-		pts, err := Shard(full.Grid.Points(), i, n)
+		pts, err := grid.Shard(full.Grid.Points(), i, n)
 		require.NoError(t, err)
 		p := &Part{Schema: PartSchema, Grid: full.Grid, Shard: ShardID{I: i, N: n}, Wall: full.Wall / time.Duration(n),
 			Parallel: full.Parallel, Exact: full.Exact, Guest: full.Guest, File: fmt.Sprintf("part%d.json", i), Points: []PointResult{}}
@@ -51,8 +53,8 @@ func splitPart(t *testing.T, full *Part, n int) []*Part {
 	return parts
 }
 
-func smallGrid() Grid {
-	return Grid{
+func smallGrid() grid.Grid {
+	return grid.Grid{
 		Threshold: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 90 * time.Millisecond},
 		Decrease:  []float64{0.1, 0.2},
 		Scenarios: []string{"abr-lossy", "abr-spikes-fix"},

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // PartSchema names the JSON form of Part. A change that an older reader
@@ -19,9 +21,9 @@ const PartSchema = "latencylab.sweep/v1"
 // are whole nanoseconds in fields ending in _ns.
 type Part struct {
 	// Schema is PartSchema.
-	Schema string  `json:"schema"`
-	Grid   Grid    `json:"grid"`
-	Shard  ShardID `json:"shard"`
+	Schema string    `json:"schema"`
+	Grid   grid.Grid `json:"grid"`
+	Shard  ShardID   `json:"shard"`
 	// Wall is how long the shard's sessions took; Virtual the virtual
 	// time they ran, summed; Parallel how many ran at once.
 	Wall     time.Duration `json:"wall_ns"`
@@ -54,7 +56,7 @@ func (s ShardID) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
 // PointResult is one point's sessions: every scenario of the grid in its
 // order, and for each every seed.
 type PointResult struct {
-	Point Point       `json:"point"`
+	Point grid.Point  `json:"point"`
 	Runs  []RunResult `json:"runs"`
 }
 

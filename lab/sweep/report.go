@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 	"github.com/nuvirahub/latencylab/reports/plots"
 	"github.com/nuvirahub/latencylab/reports/render"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -91,7 +92,7 @@ func num(v float64, decimals int) string { return strconv.FormatFloat(v, 'f', de
 // point is on. It holds nothing about how the sweep ran (wall time,
 // shards), so any sharding of a grid gives the same table.
 func (t *Table) MainTable() render.Table {
-	keys, _ := Point{}.Params(t.Grid)
+	keys, _ := grid.Point{}.Params(t.Grid)
 	header := append([]string{"#"}, keys...)
 	header = append(header, "latency median (ms)", "latency p95 (ms)", "bitrate (Mbit/s)", "quality", "freezes", "Pareto front")
 	front := t.onFront()
@@ -196,13 +197,9 @@ func (t *Table) gridPhrase() string {
 func (t *Table) axesPhrase() string {
 	var parts []string
 	g := &t.Grid
-	for _, a := range axes {
-		var vals []string
-		for i := range a.length(g) {
-			vals = append(vals, a.format(g, i))
-		}
-		if len(vals) > 0 {
-			parts = append(parts, a.key+" "+strings.Join(vals, ", "))
+	for _, key := range grid.AxisKeys() {
+		if vals := g.Values(key); len(vals) > 0 {
+			parts = append(parts, key+" "+strings.Join(vals, ", "))
 		}
 	}
 	if len(parts) == 0 {

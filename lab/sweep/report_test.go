@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // handMade is a table of four points with known fronts:
@@ -19,7 +21,7 @@ import (
 //	3      30 ms    1 Mbit/s 0.4   both fronts (lowest latency)
 //	4      n/a                      on neither: no latency
 func handMade() *Table {
-	g := Grid{Threshold: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond},
+	g := grid.Grid{Threshold: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond},
 		Scenarios: []string{"abr-lossy"}, Warmup: time.Second}
 	t := &Table{Grid: g, Parts: []PartInfo{{Shard: ShardID{I: 1, N: 1}, Wall: 2 * time.Second, Virtual: 100 * time.Second, Parallel: 2, Sessions: 5}}}
 	figures := [][3]float64{{0.050, 4e6, 0.5}, {0.040, 3e6, 0.6}, {0.060, 3.5e6, 0.7}, {0.030, 1e6, 0.4}}

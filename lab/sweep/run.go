@@ -13,6 +13,7 @@ import (
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -33,7 +34,7 @@ func IsFile(name string) bool {
 // that a grid names the same file on every machine), and cuts them to
 // the grid's duration. The copies are validated here so that a bad cut
 // stops the job before any session runs.
-func LoadScenarios(g Grid, root string) ([]*scenarios.Scenario, error) {
+func LoadScenarios(g grid.Grid, root string) ([]*scenarios.Scenario, error) {
 	lib, err := scenarios.Library()
 	if err != nil {
 		return nil, err
@@ -101,12 +102,12 @@ type RunOptions struct {
 // t), and returns the part. A session that fails is recorded in the part
 // with its error rather than stopping the others; Merge and the table
 // show it.
-func RunShard(t *testing.T, g Grid, i, n int, o RunOptions) (*Part, error) {
+func RunShard(t *testing.T, g grid.Grid, i, n int, o RunOptions) (*Part, error) {
 	t.Helper()
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	points, err := Shard(g.Points(), i, n)
+	points, err := grid.Shard(g.Points(), i, n)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func RunShard(t *testing.T, g Grid, i, n int, o RunOptions) (*Part, error) {
 	}
 	variants := make([]jobs.Variant, len(points))
 	for k, p := range points {
-		variants[k] = p.Variant()
+		variants[k] = Variant(p)
 	}
 	workers := o.Parallel
 	if workers <= 0 {
@@ -175,4 +176,9 @@ func measureSession(s jobs.Session, warmup time.Duration) RunResult {
 		run.Measures[name] = v
 	}
 	return run
+}
+
+// Variant is the point as a jobs.Variant, labelled by its ID.
+func Variant(p grid.Point) jobs.Variant {
+	return jobs.Variant{Label: p.ID, Apply: p.Apply}
 }

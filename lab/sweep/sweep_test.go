@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // A real sweep, small enough for CI: 6 points x 2 scenarios cut to 3 s,
@@ -23,7 +24,7 @@ import (
 // scenario and seed only (lab/exact). The same grid run natively
 // agrees with it on every row's shape, not on every figure.
 func TestShardedSweepMergesToTheUnshardedTable(t *testing.T) {
-	g := Grid{
+	g := grid.Grid{
 		Threshold: []time.Duration{40 * time.Millisecond, 80 * time.Millisecond},
 		Decrease:  []float64{0.1, 0.2, 0.3},
 		Scenarios: []string{"abr-lossy", "abr-spikes-fix"},

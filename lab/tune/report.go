@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 	"github.com/nuvirahub/latencylab/reports/plots"
 	"github.com/nuvirahub/latencylab/reports/render"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -27,7 +28,7 @@ const (
 // the training and the held-out sessions.
 type setting struct {
 	label             string
-	point             sweep.Point
+	point             grid.Point
 	training, heldOut Figures
 	row               sweep.Row
 }
@@ -46,7 +47,7 @@ func (h *history) validated() []setting {
 	training := inSets(s.Scenarios, s.Seeds)
 	heldOut := func(k key) bool { return !training(k) }
 	var out []setting
-	add := func(label string, p sweep.Point) {
+	add := func(label string, p grid.Point) {
 		p = named(p)
 		r := byID[p.ID]
 		out = append(out, setting{label: label, point: p, row: r,
@@ -76,7 +77,7 @@ func (h *history) reached(target float64) (int, int) {
 }
 
 // named is the point with its ID, as a grid of it names it.
-func named(p sweep.Point) sweep.Point { return sweep.Grid{Candidates: []sweep.Point{p}}.Points()[0] }
+func named(p grid.Point) grid.Point { return grid.Grid{Candidates: []grid.Point{p}}.Points()[0] }
 
 func ms(v float64) string { return fixed(v, 1) }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -38,7 +39,7 @@ func Run(t *testing.T, dir string, o sweep.RunOptions, log io.Writer) (Status, e
 		if err != nil || st.Pending == "" {
 			return st, err
 		}
-		g, err := sweep.LoadGrid(st.Grid)
+		g, err := grid.Load(st.Grid)
 		if err != nil {
 			return st, err
 		}

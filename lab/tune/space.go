@@ -4,7 +4,7 @@
 // scenarios, with a real optimiser: CMA-ES, gonum's optimize.CmaEsChol.
 //
 // A tune is a series of steps, each a grid of candidates
-// (sweep.Grid.Candidates) that lab sweep runs like any grid, sharded or
+// (grid.Grid.Candidates) that lab sweep runs like any grid, sharded or
 // not, into the sweep's part files. Everything lives in a state folder:
 // the settings (tune.json), the step waiting for its sessions
 // (pending/grid.yaml, its parts in pending/parts) and the steps done
@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/abr"
-	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -142,8 +142,8 @@ func start(ps []Param) []float64 {
 }
 
 // point is the candidate at the optimiser's coordinates x.
-func point(ps []Param, x []float64) sweep.Point {
-	var pt sweep.Point
+func point(ps []Param, x []float64) grid.Point {
+	var pt grid.Point
 	for i, p := range ps {
 		set(&pt, p.Key, p.value(x[i]))
 	}
@@ -152,8 +152,8 @@ func point(ps []Param, x []float64) sweep.Point {
 
 // WriteUp is the write-up's setting (N10) of the parameters: the point
 // the search starts from, and the reference its scores are read against.
-func WriteUp(ps []Param) sweep.Point {
-	var pt sweep.Point
+func WriteUp(ps []Param) grid.Point {
+	var pt grid.Point
 	for _, p := range ps {
 		set(&pt, p.Key, p.Start)
 	}
@@ -164,7 +164,7 @@ func WriteUp(ps []Param) sweep.Point {
 // file writes it and read by the sweep's parser: a share to a tenth of a
 // percent ("18.5%", which reads back as the same float64 every time), a
 // rate in bits/s, a duration to the nanosecond.
-func set(pt *sweep.Point, key string, v float64) {
+func set(pt *grid.Point, key string, v float64) {
 	var text string
 	switch key {
 	case "decrease", "increase":
@@ -180,7 +180,7 @@ func set(pt *sweep.Point, key string, v float64) {
 }
 
 // Snippet writes the point as a scenario's controller, to paste.
-func Snippet(pt sweep.Point) string {
+func Snippet(pt grid.Point) string {
 	var kv []string
 	add := func(k, v string) { kv = append(kv, k+": "+v) }
 	if pt.Min != 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // SettingsSchema names the JSON form of Settings (tune.json).
@@ -78,8 +79,8 @@ type Settings struct {
 // scored on the grid's own sessions.
 type GridBest struct {
 	// Parts are the part files it was read from.
-	Parts []string    `json:"parts"`
-	Point sweep.Point `json:"point"`
+	Parts []string   `json:"parts"`
+	Point grid.Point `json:"point"`
 	// Figures are its figures over every session of the grid.
 	Figures Figures `json:"figures"`
 	// Points and Sessions count the grid.
@@ -181,7 +182,7 @@ func (s Settings) confirmSeeds() []uint64 {
 type step struct {
 	Name  string
 	Dir   string
-	Grid  sweep.Grid
+	Grid  grid.Grid
 	Table *sweep.Table
 }
 
@@ -216,7 +217,7 @@ func loadSettings(dir string) (Settings, error) {
 // loadStep reads a step folder: its grid and its parts, merged.
 func loadStep(dir string) (step, error) {
 	st := step{Name: strings.TrimLeft(filepath.Base(dir), "0123456789-"), Dir: dir}
-	g, err := sweep.LoadGrid(filepath.Join(dir, GridFile))
+	g, err := grid.Load(filepath.Join(dir, GridFile))
 	if err != nil {
 		return st, err
 	}
@@ -274,7 +275,7 @@ func loadSteps(dir string) ([]step, error) {
 }
 
 // writePending writes the next step's grid.
-func writePending(dir, name string, g sweep.Grid) error {
+func writePending(dir, name string, g grid.Grid) error {
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("tune: the %s step's grid: %w", name, err)
 	}
@@ -285,17 +286,17 @@ func writePending(dir, name string, g sweep.Grid) error {
 	if err := os.WriteFile(filepath.Join(p, "step"), []byte(name+"\n"), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(p, GridFile), sweep.FormatGrid(g), 0o644)
+	return os.WriteFile(filepath.Join(p, GridFile), grid.Format(g), 0o644)
 }
 
 // unique lists the points once each, in their first order, and for
 // every point given its index in that list: rounding can make two of the
 // optimiser's candidates the same point, which runs once.
-func unique(pts []sweep.Point) (list []sweep.Point, at []int) {
+func unique(pts []grid.Point) (list []grid.Point, at []int) {
 	ids := map[string]int{}
 	for _, p := range pts {
 		p.Index, p.ID = 0, ""
-		g := sweep.Grid{Candidates: []sweep.Point{p}}
+		g := grid.Grid{Candidates: []grid.Point{p}}
 		id := g.Points()[0].ID
 		i, ok := ids[id]
 		if !ok {
@@ -311,34 +312,34 @@ func unique(pts []sweep.Point) (list []sweep.Point, at []int) {
 // generationGrid is a generation's grid: the training sessions of its
 // points (the first generation's led by the write-up's values, the
 // reference every score reads bitrate against).
-func (s Settings) generationGrid(first bool, pts []sweep.Point) (sweep.Grid, []int) {
+func (s Settings) generationGrid(first bool, pts []grid.Point) (grid.Grid, []int) {
 	if first {
-		pts = append([]sweep.Point{WriteUp(s.Params)}, pts...)
+		pts = append([]grid.Point{WriteUp(s.Params)}, pts...)
 	}
 	list, at := unique(pts)
 	if first {
 		at = at[1:]
 	}
-	return sweep.Grid{Candidates: list, Scenarios: s.Scenarios, Seeds: s.screenSeeds(), Warmup: s.Warmup, Duration: s.Duration}, at
+	return grid.Grid{Candidates: list, Scenarios: s.Scenarios, Seeds: s.screenSeeds(), Warmup: s.Warmup, Duration: s.Duration}, at
 }
 
 // confirmationGrid runs the points, screened already, on the training
 // seeds they have not run under.
-func (s Settings) confirmationGrid(pts []sweep.Point) sweep.Grid {
-	return sweep.Grid{Candidates: pts, Scenarios: s.Scenarios, Seeds: s.confirmSeeds(), Warmup: s.Warmup, Duration: s.Duration}
+func (s Settings) confirmationGrid(pts []grid.Point) grid.Grid {
+	return grid.Grid{Candidates: pts, Scenarios: s.Scenarios, Seeds: s.confirmSeeds(), Warmup: s.Warmup, Duration: s.Duration}
 }
 
 // validationGrid runs the winner, the write-up's values and the grid's
 // best point on every session: the training ones again (exact, they
 // repeat) and the held-out ones.
-func (s Settings) validationGrid(best sweep.Point) sweep.Grid {
-	pts := []sweep.Point{best, WriteUp(s.Params)}
+func (s Settings) validationGrid(best grid.Point) grid.Grid {
+	pts := []grid.Point{best, WriteUp(s.Params)}
 	if s.Grid != nil {
 		pts = append(pts, s.Grid.Point)
 	}
 	list, _ := unique(pts)
 	seeds := append(slices.Clone(s.Seeds), s.ValidationSeeds...)
-	return sweep.Grid{Candidates: list, Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Seeds: seeds, Warmup: s.Warmup, Duration: s.Duration}
+	return grid.Grid{Candidates: list, Scenarios: append(slices.Clone(s.Scenarios), s.HeldOut...), Seeds: seeds, Warmup: s.Warmup, Duration: s.Duration}
 }
 
 // Ask starts a tune in dir: it writes the settings and the first
@@ -372,8 +373,8 @@ func Ask(dir string, s Settings) error {
 }
 
 // points maps the optimiser's coordinates to candidates.
-func points(ps []Param, xs [][]float64) []sweep.Point {
-	out := make([]sweep.Point, len(xs))
+func points(ps []Param, xs [][]float64) []grid.Point {
+	out := make([]grid.Point, len(xs))
 	for i, x := range xs {
 		out[i] = point(ps, x)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // Eval is one candidate of the search, scored on the training sessions.
@@ -17,7 +18,7 @@ type Eval struct {
 	// Generation counts from 1; the write-up's values run in the first.
 	Generation int
 	WriteUp    bool
-	Point      sweep.Point
+	Point      grid.Point
 	// Screening is the candidate's score on the seeds every candidate runs
 	// under, the one the search ranks by: the training seeds' first when
 	// racing (Settings.Screen), else all of them, and then the same as
@@ -167,7 +168,7 @@ func (h *history) challengers(begin int) []int {
 // every training session.
 func (h *history) confirm(st step, spent *int) error {
 	s := h.s
-	var pts []sweep.Point
+	var pts []grid.Point
 	for _, i := range h.awaiting {
 		pts = append(pts, h.evals[i].Point)
 	}
@@ -219,7 +220,7 @@ func (h *history) pickBest() {
 }
 
 // sameCandidates checks a step ran the grid the search proposes.
-func sameCandidates(want, got sweep.Grid) error {
+func sameCandidates(want, got grid.Grid) error {
 	wp, gp := want.Points(), got.Points()
 	if len(wp) != len(gp) {
 		return fmt.Errorf("the step ran %d candidates where the search proposes %d: its grid was not written by this tune's settings", len(gp), len(wp))
@@ -306,7 +307,7 @@ func Tell(dir string) (Status, error) {
 		}
 		return Status{Report: filepath.Join(dir, ReportDir), Note: note}, nil
 	case len(h.awaiting) > 0:
-		var pts []sweep.Point
+		var pts []grid.Point
 		for _, i := range h.awaiting {
 			pts = append(pts, h.evals[i].Point)
 		}
@@ -393,7 +394,7 @@ func GridBestOf(files []string, w Weights) (*GridBest, error) {
 
 // isWriteUp says whether every parameter the point sets is at the
 // write-up's value.
-func isWriteUp(p sweep.Point) bool {
+func isWriteUp(p grid.Point) bool {
 	w := WriteUp(Params)
 	return (p.Threshold == 0 || p.Threshold == w.Threshold) && (p.Window == 0 || p.Window == w.Window) &&
 		(p.Sustain == 0 || p.Sustain == w.Sustain) && (p.Close == 0 || p.Close == w.Close) &&

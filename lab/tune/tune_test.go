@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
+	"github.com/nuvirahub/latencylab/lab/sweep/grid"
 )
 
 // fakeFigures stands in for a session: the measures a candidate would
 // get, a smooth function of its threshold and hold with its best at 30 ms
 // and 0.8 s, a lower bitrate for a larger decrease, and a seed's draw.
-func fakeFigures(p sweep.Point, seed uint64) map[string]float64 {
+func fakeFigures(p grid.Point, seed uint64) map[string]float64 {
 	th := p.Threshold.Seconds()
 	if th == 0 {
 		th = 0.060
@@ -45,9 +46,9 @@ func fakeRun(t *testing.T, dir string, i, n int) {
 	st, err := ReadStatus(dir)
 	require.NoError(t, err)
 	require.NotEmpty(t, st.Pending)
-	g, err := sweep.LoadGrid(st.Grid)
+	g, err := grid.Load(st.Grid)
 	require.NoError(t, err)
-	pts, err := sweep.Shard(g.Points(), i, n)
+	pts, err := grid.Shard(g.Points(), i, n)
 	require.NoError(t, err)
 	part := &sweep.Part{Schema: sweep.PartSchema, Grid: g, Shard: sweep.ShardID{I: i, N: n}, Parallel: 1, Exact: true, Guest: "fake", Points: []sweep.PointResult{}}
 	for _, p := range pts {
@@ -140,19 +141,19 @@ func TestTellRefusesWhatItCannotTrust(t *testing.T) {
 	require.ErrorContains(t, err, "no part files in "+filepath.Join(dir, PendingDir, PartsDir))
 
 	// Only one shard of two: Merge says which points are missing.
-	grid := filepath.Join(dir, PendingDir, GridFile)
+	gridFile := filepath.Join(dir, PendingDir, GridFile)
 	fakeRun(t, dir, 1, 2)
 	_, err = Tell(dir)
 	require.ErrorIs(t, err, sweep.ErrCoverage)
 
 	// A step whose candidates are not the search's.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, PendingDir, PartsDir)))
-	data, err := os.ReadFile(grid)
+	data, err := os.ReadFile(gridFile)
 	require.NoError(t, err)
-	g, err := sweep.ParseGrid(grid, data)
+	g, err := grid.Parse(gridFile, data)
 	require.NoError(t, err)
 	g.Candidates[1].Hold = 777 * time.Millisecond
-	require.NoError(t, os.WriteFile(grid, sweep.FormatGrid(g), 0o644))
+	require.NoError(t, os.WriteFile(gridFile, grid.Format(g), 0o644))
 	fakeRun(t, dir, 1, 1)
 	_, err = Tell(dir)
 	require.ErrorContains(t, err, "candidate 2 is ")
@@ -205,7 +206,7 @@ func TestSettingsRefuseALeakyValidation(t *testing.T) {
 // The grid's best point is scored on the grid's own sessions, against
 // its point at the write-up's values.
 func TestGridBestOf(t *testing.T) {
-	g := sweep.Grid{Threshold: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond},
+	g := grid.Grid{Threshold: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond},
 		Hold: []time.Duration{800 * time.Millisecond, 1500 * time.Millisecond}, Scenarios: []string{"abr-lossy"}, Seeds: []uint64{1, 2}, Warmup: 2 * time.Second}
 	part := &sweep.Part{Schema: sweep.PartSchema, Grid: g, Shard: sweep.ShardID{I: 1, N: 1}, Exact: true, Guest: "fake"}
 	for _, p := range g.Points() {
@@ -247,7 +248,7 @@ func TestHeldOutScenariosRunOnlyInTheValidation(t *testing.T) {
 	s.HeldOut = []string{"abr-capacity-drop"}
 	s.Generations = 1
 	require.NoError(t, Ask(dir, s))
-	g, err := sweep.LoadGrid(filepath.Join(dir, PendingDir, GridFile))
+	g, err := grid.Load(filepath.Join(dir, PendingDir, GridFile))
 	require.NoError(t, err)
 	require.Equal(t, s.Scenarios, g.Scenarios, "the search runs the training scenarios only")
 	require.Equal(t, s.Seeds, g.Seeds)
@@ -255,7 +256,7 @@ func TestHeldOutScenariosRunOnlyInTheValidation(t *testing.T) {
 	st, err := Tell(dir)
 	require.NoError(t, err)
 	require.Equal(t, "02-validation", st.Pending)
-	g, err = sweep.LoadGrid(st.Grid)
+	g, err = grid.Load(st.Grid)
 	require.NoError(t, err)
 	require.Equal(t, []string{"abr-lossy", "abr-spikes-fix", "abr-capacity-drop"}, g.Scenarios)
 	require.Equal(t, []uint64{1, 2, 3}, g.Seeds)
@@ -295,7 +296,7 @@ func TestRacedTuneConfirmsTheChallengers(t *testing.T) {
 		if st.Pending == "" {
 			break
 		}
-		g, err := sweep.LoadGrid(st.Grid)
+		g, err := grid.Load(st.Grid)
 		require.NoError(t, err)
 		name := st.Pending[3:]
 		switch name {
@@ -372,10 +373,10 @@ func TestRacedTuneRefusesStepsOutOfOrder(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(step, []byte("02-confirmation\n"), 0o644))
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, PendingDir, PartsDir)))
-	g, err := sweep.LoadGrid(st.Grid)
+	g, err := grid.Load(st.Grid)
 	require.NoError(t, err)
 	g.Candidates[len(g.Candidates)-1].Hold = 777 * time.Millisecond
-	require.NoError(t, os.WriteFile(st.Grid, sweep.FormatGrid(g), 0o644))
+	require.NoError(t, os.WriteFile(st.Grid, grid.Format(g), 0o644))
 	fakeRun(t, dir, 1, 1)
 	_, err = Tell(dir)
 	require.ErrorContains(t, err, "h777ms")

@@ -1,4 +1,4 @@
-package sweep
+package grid
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -179,8 +178,8 @@ func Shard(points []Point, i, n int) ([]Point, error) {
 	return out, nil
 }
 
-// shardOf is the shard (from 1) that holds the point of this index.
-func shardOf(index, n int) int { return index%n + 1 }
+// ShardOf is the shard (from 1 to n) that holds the point of this index.
+func ShardOf(index, n int) int { return index%n + 1 }
 
 // Apply makes the scenario run the point: the ABR (kind abr) with the
 // point's parameters, every other controller setting (initial bitrate,
@@ -222,9 +221,4 @@ func (p Point) Apply(sc *scenarios.Scenario) error {
 		return fmt.Errorf("scenario %s at point %s: %w", sc.Name, p.ID, err)
 	}
 	return nil
-}
-
-// Variant is the point as a jobs.Variant, labelled by its ID.
-func (p Point) Variant() jobs.Variant {
-	return jobs.Variant{Label: p.ID, Apply: p.Apply}
 }

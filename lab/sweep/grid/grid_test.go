@@ -1,8 +1,6 @@
-package sweep
+package grid
 
 import (
-	"flag"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,7 @@ import (
 )
 
 func TestParseGridReadsEveryKey(t *testing.T) {
-	g, err := ParseGrid("grid.yaml", []byte(`
+	g, err := Parse("yaml", []byte(`
 threshold: [30ms, 0.12s]
 decrease: 20%
 increase: [5%, 25%]
@@ -42,7 +40,7 @@ duration: 10s
 }
 
 func TestParseGridDefaultsTheWarmup(t *testing.T) {
-	g, err := ParseGrid("grid.yaml", []byte("threshold: [60ms]\n"))
+	g, err := Parse("yaml", []byte("threshold: [60ms]\n"))
 	require.NoError(t, err)
 	require.Equal(t, DefaultWarmup, g.Warmup)
 }
@@ -69,7 +67,7 @@ func TestParseGridRefusesMistakesWithTheirLine(t *testing.T) {
 		"zero duration cut": {"duration: 0s\n", "duration: 0s out of range"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseGrid("g.yaml", []byte(c.yaml))
+			_, err := Parse("g.yaml", []byte(c.yaml))
 			require.ErrorContains(t, err, c.want)
 		})
 	}
@@ -77,7 +75,7 @@ func TestParseGridRefusesMistakesWithTheirLine(t *testing.T) {
 
 // All the mistakes of a file are reported, not only the first.
 func TestParseGridReportsEveryMistake(t *testing.T) {
-	_, err := ParseGrid("g.yaml", []byte("threshold: [60]\ndecrease: [2]\nfoo: 1\n"))
+	_, err := Parse("g.yaml", []byte("threshold: [60]\ndecrease: [2]\nfoo: 1\n"))
 	require.Len(t, scenarios.Errors(err), 3)
 }
 
@@ -103,77 +101,13 @@ func TestValidateRefusesAnEmptyOrImpossibleGrid(t *testing.T) {
 	require.ErrorContains(t, g.Validate(), "decrease: 20% is given twice")
 }
 
-// The flags replace the grid file's values; the rest of the file holds.
-func TestJobFromFlags(t *testing.T) {
-	dir := t.TempDir()
-	grid := filepath.Join(dir, "g.yaml")
-	writeFile(t, grid, "threshold: [30ms, 60ms]\ndecrease: [10%]\nscenarios: [abr-lossy]\nwarmup: 4s\n")
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.String("out", "elsewhere", "another job's flag, shared")
-	RegisterFlags(fs)
-	require.NoError(t, fs.Parse([]string{"-grid", "g.yaml", "-threshold", "90ms", "-seeds", "1,2", "-shard", "2/3", "-out", "res", "-parallel", "3"}))
-	j, err := JobFromFlags(fs, dir)
-	require.NoError(t, err)
-	require.Equal(t, []time.Duration{90 * time.Millisecond}, j.Grid.Threshold)
-	require.Equal(t, []float64{0.1}, j.Grid.Decrease)
-	require.Equal(t, []uint64{1, 2}, j.Grid.Seeds)
-	require.Equal(t, 4*time.Second, j.Grid.Warmup)
-	require.Equal(t, ShardID{I: 2, N: 3}, j.Shard)
-	require.Equal(t, filepath.Join(dir, "res"), j.Out)
-	require.Equal(t, 3, j.Parallel)
-	require.Equal(t, grid, j.GridFile)
-
-	// Args spells the job out for the entry point, which reads it back
-	// the same (a grid of axes needs no file).
-	args, err := j.Args()
-	require.NoError(t, err)
-	again := flag.NewFlagSet("again", flag.ContinueOnError)
-	RegisterFlags(again)
-	require.NoError(t, again.Parse(args))
-	j2, err := JobFromFlags(again, "/nowhere")
-	require.NoError(t, err)
-	j.GridFile = ""
-	require.Equal(t, j, j2)
-}
-
-func TestJobFromFlagsRefusesBadFlags(t *testing.T) {
-	for want, args := range map[string][]string{
-		"-threshold: 30 is missing a unit": {"-scenarios", "abr-lossy", "-threshold", "30"},
-		"-shard: bad shard 0/3":            {"-scenarios", "abr-lossy", "-shard", "0/3"},
-		"-parallel: x is not a count":      {"-scenarios", "abr-lossy", "-parallel", "x"},
-		"no scenarios":                     {"-threshold", "30ms"},
-		"-warmup: 2 is missing a unit":     {"-scenarios", "abr-lossy", "-warmup", "2"},
-	} {
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		RegisterFlags(fs)
-		require.NoError(t, fs.Parse(args))
-		_, err := JobFromFlags(fs, t.TempDir())
-		require.ErrorContains(t, err, want, "%v", args)
-	}
-}
-
-// The default grid (make sweep) is the sweep docs/reports.md quotes: at least
-// 50 points over 4 ABR scenarios of the library, which load.
-func TestDefaultGrid(t *testing.T) {
-	g, err := LoadGrid("default-grid.yaml")
-	require.NoError(t, err)
-	require.NoError(t, g.Validate())
-	require.GreaterOrEqual(t, len(g.Points()), 50)
-	require.Len(t, g.Scenarios, 4)
-	scs, err := LoadScenarios(g, filepath.Join("..", ".."))
-	require.NoError(t, err)
-	for _, sc := range scs {
-		require.Equal(t, "abr", sc.Controller.Kind, sc.Name)
-	}
-}
-
 func FuzzParseGrid(f *testing.F) {
 	f.Add([]byte("threshold: [30ms, 60ms]\ndecrease: 20%\nscenarios: [a]\n"))
 	f.Add([]byte("seeds: [1, 2]\nwarmup: 1s\nduration: 5s\n"))
 	f.Add([]byte("hold: [[1s]]\n"))
 	f.Add([]byte("candidates:\n  - {threshold: 63ms, decrease: 18.5%, max: 2500kbit/s}\n  - {hold: 900ms, min: 150kbit/s}\nseeds: [3]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := ParseGrid("f.yaml", data)
+		g, err := Parse("f.yaml", data)
 		if err != nil {
 			return
 		}
@@ -192,8 +126,8 @@ func FuzzParseGrid(f *testing.F) {
 		require.NoError(t, g.Validate())
 		// A grid written back reads back the same (the tune writes its
 		// steps so).
-		back, err := ParseGrid("back.yaml", FormatGrid(g))
-		require.NoError(t, err, "%s", FormatGrid(g))
+		back, err := Parse("back.yaml", Format(g))
+		require.NoError(t, err, "%s", Format(g))
 		require.Equal(t, g, back)
 		seen := map[string]bool{}
 		for _, p := range g.Points() {
@@ -205,7 +139,7 @@ func FuzzParseGrid(f *testing.F) {
 }
 
 // A grid of candidates (what lab tune writes for lab sweep to run) reads
-// back from FormatGrid to the same grid, and its points are the
+// back from Format to the same grid, and its points are the
 // candidates in their order, named by their values.
 func TestGridOfCandidatesRoundTrips(t *testing.T) {
 	g := Grid{
@@ -218,8 +152,8 @@ func TestGridOfCandidatesRoundTrips(t *testing.T) {
 		Warmup:    2 * time.Second,
 	}
 	require.NoError(t, g.Validate())
-	text := FormatGrid(g)
-	back, err := ParseGrid("gen.yaml", text)
+	text := Format(g)
+	back, err := Parse("gen.yaml", text)
 	require.NoError(t, err, "%s", text)
 	require.Equal(t, g, back, "%s", text)
 	pts := back.Points()
@@ -255,7 +189,7 @@ func TestGridOfCandidatesRefusesMistakes(t *testing.T) {
 		"empty point":       {"candidates:\n  - {}\n", "candidates[0]: no parameters"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseGrid("g.yaml", []byte(c.yaml))
+			_, err := Parse("g.yaml", []byte(c.yaml))
 			require.ErrorContains(t, err, c.want)
 		})
 	}
@@ -274,4 +208,122 @@ func TestPointSetReadsAGridFilesValue(t *testing.T) {
 	require.Equal(t, Point{Decrease: 0.185, Max: 1_500_000}, p)
 	require.ErrorContains(t, p.Set("hold", "0s"), "hold: 0s out of range")
 	require.ErrorContains(t, p.Set("treshold", "1ms"), `unknown parameter "treshold"`)
+}
+
+// bigGrid is the default grid's shape: 72 points.
+func bigGrid(t *testing.T) Grid {
+	t.Helper()
+	g, err := Parse("g.yaml", []byte("threshold: [30ms, 60ms, 90ms, 120ms]\ndecrease: [10%, 20%, 30%]\nincrease: [5%, 15%, 25%]\nhold: [1s, 1.5s]\nscenarios: [abr-lossy]\n"))
+	require.NoError(t, err)
+	return g
+}
+
+// Points enumerate the product in a fixed order, the first axis slowest,
+// each with an ID made of its values.
+func TestPointsOrderAndIDs(t *testing.T) {
+	g := Grid{Threshold: []time.Duration{60 * time.Millisecond, 90 * time.Millisecond}, Decrease: []float64{0.1, 0.2}, Hold: []time.Duration{1500 * time.Millisecond}}
+	var ids []string
+	for i, p := range g.Points() {
+		require.Equal(t, i, p.Index)
+		ids = append(ids, p.ID)
+	}
+	require.Equal(t, []string{"t60ms/d10%/h1500ms", "t60ms/d20%/h1500ms", "t90ms/d10%/h1500ms", "t90ms/d20%/h1500ms"}, ids)
+	p := g.Points()[2]
+	require.Equal(t, 90*time.Millisecond, p.Threshold)
+	require.Equal(t, 0.1, p.Decrease)
+	require.Zero(t, p.Increase, "an axis the grid does not vary stays the scenario's")
+	keys, values := p.Params(g)
+	require.Equal(t, []string{"threshold", "decrease", "hold"}, keys)
+	require.Equal(t, []string{"90ms", "10%", "1500ms"}, values)
+
+	require.Equal(t, []Point{{ID: "as-written"}}, Grid{}.Points(), "no axis: one point, the scenarios as written")
+	require.Len(t, bigGrid(t).Points(), 72)
+}
+
+// Whatever n, every point is in exactly one shard, and shards differ in
+// size by one at most.
+func TestShardsCoverEveryPointOnce(t *testing.T) {
+	for _, g := range []Grid{bigGrid(t), {Threshold: []time.Duration{time.Millisecond, 2 * time.Millisecond}}} {
+		points := g.Points()
+		for n := 1; n <= 5; n++ {
+			seen := map[string]int{}
+			sizes := []int{}
+			for i := 1; i <= n; i++ {
+				shard, err := Shard(points, i, n)
+				require.NoError(t, err)
+				sizes = append(sizes, len(shard))
+				for _, p := range shard {
+					seen[p.ID]++
+					require.Equal(t, i, ShardOf(p.Index, n))
+				}
+			}
+			require.Len(t, seen, len(points), "n=%d", n)
+			for id, k := range seen {
+				require.Equal(t, 1, k, "n=%d: %s", n, id)
+			}
+			require.LessOrEqual(t, sizes[0]-sizes[n-1], 1, "n=%d: %v", n, sizes)
+		}
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	i, n, err := ParseShard("2/3")
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 3}, []int{i, n})
+	for s, want := range map[string]string{
+		"0/3": "shards count from 1 (1/3 to 3/3); for a Kubernetes Indexed Job pass $((JOB_COMPLETION_INDEX+1))/3",
+		"4/3": "bad shard 4/3: expected a shard from 1/3 to 3/3",
+		"1/0": "bad shard 1/0: expected at least one shard",
+		"3":   `bad shard "3": expected i/n`,
+		"a/b": `bad shard "a/b": expected whole numbers`,
+	} {
+		_, _, err := ParseShard(s)
+		require.ErrorIs(t, err, ErrShard)
+		require.ErrorContains(t, err, want, s)
+	}
+	_, err = Shard(nil, 2, 1)
+	require.ErrorIs(t, err, ErrShard)
+}
+
+func libraryScenario(t *testing.T, name string) *scenarios.Scenario {
+	t.Helper()
+	lib, err := scenarios.Library()
+	require.NoError(t, err)
+	for _, sc := range lib {
+		if sc.Name == name {
+			c := *sc
+			return &c
+		}
+	}
+	t.Fatalf("no scenario %s", name)
+	return nil
+}
+
+// A point sets the ABR's parameters it varies and keeps the scenario's
+// others.
+func TestApplySetsTheABR(t *testing.T) {
+	sc := libraryScenario(t, "abr-lossy")
+	sc.Controller.Close = 30 * time.Millisecond
+	p := Point{ID: "x", Threshold: 90 * time.Millisecond, Decrease: 0.3}
+	require.NoError(t, p.Apply(sc))
+	c := sc.Controller
+	require.Equal(t, "abr", c.Kind)
+	require.Equal(t, 90*time.Millisecond, c.Threshold)
+	require.Equal(t, 0.3, c.Decrease)
+	require.Equal(t, int64(8_000_000), c.Bitrate, "the scenario's initial bitrate stays")
+	require.Equal(t, 30*time.Millisecond, c.Close, "a parameter the point does not vary stays")
+	require.Zero(t, c.Increase, "left to the ABR's default")
+	require.Nil(t, sc.Expect, "expectations bound the documented parameters, not the sweep's")
+
+	fixed := libraryScenario(t, "lan-animation")
+	require.NoError(t, p.Apply(fixed))
+	require.Equal(t, "abr", fixed.Controller.Kind, "a fixed bitrate becomes the ABR's initial one")
+
+	steps := libraryScenario(t, "abr-lossy")
+	steps.Controller = scenarios.Controller{Kind: "steps", Steps: []scenarios.Step{{At: time.Second, Bitrate: 1e6}}}
+	require.ErrorContains(t, p.Apply(steps), "scripts its bitrate (controller kind steps)")
+
+	bad := libraryScenario(t, "abr-lossy")
+	bad.Controller.Window, bad.Controller.Baseline = 5*time.Second, 2*time.Second
+	require.ErrorContains(t, p.Apply(bad), "scenario abr-lossy at point x")
 }

@@ -1,22 +1,12 @@
-// Package sweep owns the ABR parameter sweep of the reports: a
-// grid over the ABR's parameters (finding N10: threshold, decrease,
-// increase, hold, and the sustain and close of N10/N14), run over a set of
-// scenarios, measured per point and scenario, and summed up in a table and
-// a Pareto plot of latency against bitrate and quality.
-//
-// A large sweep spreads over machines: each machine runs one shard of the
-// points (Shard) and writes a part file (Part, schema PartSchema); Merge
-// checks that the parts belong to one grid and cover it exactly once, and
-// gives the same Table as one unsharded run, because every figure of the
-// table is computed from the per-session measurements the parts record,
-// in the grid's order, never from the order in which the parts arrived.
-//
-// The sessions need testing/synctest bubbles, so they run under go test:
-// RunShard takes the *testing.T of the job entry point
-// (lab/jobs/sweep_job_test.go, built with the "jobs" tag), which
-// `lab sweep` and `make sweep` start. Everything else here (grids, shards,
-// parts, merging, the report) is plain code, tested by go test ./...
-package sweep
+// Package grid is the ABR sweep's grid: the parameters it varies
+// (finding N10: threshold, decrease, increase, hold, and the sustain and
+// close of N10/N14, the window and the bitrate's bounds), each axis's
+// values or a list of candidate points, the scenarios and seeds, read
+// strictly from a grid file (Load, Parse) and written back (Format); its
+// points in a fixed order (Points) and their shards (Shard). It is plain
+// data and parsing, apart from the sessions that run it (package sweep),
+// so that its parser is fuzzed without building the lab.
+package grid
 
 import (
 	"bytes"
@@ -34,7 +24,7 @@ import (
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
-// DefaultWarmup is the warm-up ParseGrid and the flags use when none is
+// DefaultWarmup is the warm-up Parse and the flags use when none is
 // given: the first two seconds hold the first keyframe and the start-up
 // of the pipeline, the same for every point, which would only blur the
 // differences the sweep is after.
@@ -152,6 +142,28 @@ func AxisKeys() []string {
 		out[i] = a.key
 	}
 	return out
+}
+
+// AxisWhat says what values the axis of this key takes, as a flag's help
+// says it: "a duration above 0s, like 60ms". It is empty for a key that
+// names no axis.
+func AxisWhat(key string) string {
+	a, _ := axisByKey(key)
+	return a.what
+}
+
+// Values are the values of the axis of this key in g, written as a grid
+// file writes them, in their order; none for an axis g does not vary.
+func (g *Grid) Values(key string) []string {
+	a, ok := axisByKey(key)
+	if !ok {
+		return nil
+	}
+	var vals []string
+	for i := range a.length(g) {
+		vals = append(vals, a.format(g, i))
+	}
+	return vals
 }
 
 // length is how many values the axis has in g.
@@ -428,19 +440,19 @@ func (p Point) check() error {
 	return errors.Join(errs...)
 }
 
-// LoadGrid reads a grid file (ParseGrid).
-func LoadGrid(file string) (Grid, error) {
+// Load reads a grid file (Parse).
+func Load(file string) (Grid, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return Grid{}, err
 	}
-	return ParseGrid(file, data)
+	return Parse(file, data)
 }
 
 // gridKeys are the keys of a grid file besides the axes.
 var gridKeys = []string{"candidates", "scenarios", "seeds", "warmup", "duration"}
 
-// ParseGrid reads a grid file: a YAML mapping of the axes (each a list of
+// Parse reads a grid file: a YAML mapping of the axes (each a list of
 // values with their units, or a single value), scenarios (a list of
 // names or files), seeds (a list of whole numbers), warmup and duration
 // (durations):
@@ -457,7 +469,7 @@ var gridKeys = []string{"candidates", "scenarios", "seeds", "warmup", "duration"
 // unit or in the wrong one, a value given twice are errors naming file,
 // line and key (*scenarios.Error values, all of them joined). Left out,
 // warmup is DefaultWarmup. The scenarios may be left for the flags.
-func ParseGrid(file string, data []byte) (Grid, error) {
+func Parse(file string, data []byte) (Grid, error) {
 	g := Grid{Warmup: DefaultWarmup}
 	var errs []error
 	fail := func(n *yaml.Node, field, msg string) {
@@ -617,10 +629,10 @@ func parseCandidate(file, field string, n *yaml.Node) (Point, error) {
 	return p, errors.Join(errs...)
 }
 
-// FormatGrid writes the grid as a grid file that ParseGrid reads back to
+// Format writes the grid as a grid file that Parse reads back to
 // the same grid: its axes or candidates, scenarios, seeds, warm-up and
 // duration. The tune writes its generations so, for lab sweep to run.
-func FormatGrid(g Grid) []byte {
+func Format(g Grid) []byte {
 	var b bytes.Buffer
 	for _, a := range axes {
 		if n := a.length(&g); n > 0 {
