@@ -15,6 +15,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/agent/abr"
 	"github.com/nuvirahub/latencylab/internal/quantile"
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 )
@@ -113,6 +114,8 @@ func TestKernelSessionCompeting(t *testing.T) {
 // time, and the kernel confirms its controller.
 func TestKernelTraffic(t *testing.T) {
 	requireKernel(t, "cubic", "reno", "bbr")
+	// One-sided bounds on goodput: 20 ms.
+	timerprobe.Require(t, 20*time.Millisecond)
 	link := func() []netem.Impairment { // an instance belongs to one link
 		return []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{Packets: 100}}, &netem.Delay{Delay: 10 * time.Millisecond}}
 	}

@@ -5,12 +5,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 )
 
 // The same session in real time, over loopback sockets and the real-time
 // proxy, outside any bubble: frames are displayed, and the proxy's links'
 // counters reach the result and its samples.
 func TestRealTimeSession(t *testing.T) {
+	// Frames displayed within half a second: timers 50 ms late would
+	// leave a handful.
+	timerprobe.Require(t, 50*time.Millisecond)
 	res, err := RunSession(Session{
 		Seed: 1, Duration: 500 * time.Millisecond, SampleEvery: 100 * time.Millisecond,
 		Uplink: lan(), Downlink: lan(), RealTime: true,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
 )
@@ -47,6 +48,8 @@ traffic:
 // of more than 5 ms.
 func TestRunKernelTraffic(t *testing.T) {
 	requireShell(t)
+	// Generous, one-sided bounds, as the real-time engine's: 20 ms.
+	timerprobe.Require(t, 20*time.Millisecond)
 	sc := runKernelScenario(t, "kernel-download", "  - {name: download, kind: tcp-bulk, start: 3s, congestion: cubic}\n")
 	dir := t.TempDir()
 	var out, status bytes.Buffer

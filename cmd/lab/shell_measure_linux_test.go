@@ -25,6 +25,8 @@ import (
 
 	"github.com/google/gopacket/pcapgo"
 	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 )
 
 // What lab shell gives a real program, measured with Debian's iperf3 and
@@ -34,6 +36,10 @@ import (
 // curl's. About 40 s.
 func TestShellMeasures(t *testing.T) {
 	requireShell(t, "iperf3", "curl")
+	// Rates within 1%, and a median round trip within a millisecond of
+	// the links' and the base path's: timers later than 5 ms at their p99
+	// move the median, and the figures are the machine's.
+	timerprobe.Require(t, 5*time.Millisecond)
 	// The race detector slows the links' goroutines several times: a
 	// 20 s flow and a 1 ms bound on the round trip measure it, not the lab.
 	// make test runs them without it (make unit); under it, the shorter

@@ -8,8 +8,11 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 )
 
 // A scenario's tcp-bulk flow runs beside CMD in lab shell: a download from
@@ -19,6 +22,8 @@ import (
 // machine only slows it).
 func TestShellTraffic(t *testing.T) {
 	requireShell(t)
+	// Half of a 10 Mbit/s link, one-sided: 20 ms.
+	timerprobe.Require(t, 20*time.Millisecond)
 	sc := shellScenario(t, "shell-download", "  down: {delay: 10ms, rate: 10Mbit/s, queue: {packets: 100}}\n  up: {delay: 10ms}\n")
 	f, err := os.OpenFile(sc, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)

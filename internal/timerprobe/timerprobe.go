@@ -154,7 +154,10 @@ func (timers) Watch() func() Lateness {
 // Otherwise it watches the timers while the test runs, and when the test
 // fails, says after the failure whether they were too late meanwhile (then
 // the failure may be the machine's load) or on time (then it is not).
-func Require(t testing.TB, tolerance time.Duration) { RequireWith(t, tolerance, Timers) }
+func Require(t testing.TB, tolerance time.Duration) {
+	t.Helper()
+	RequireWith(t, tolerance, Timers)
+}
 
 // RequireWith is Require with the probe given: its tests pass one of
 // their own, so that the decision is tested without the wall clock.

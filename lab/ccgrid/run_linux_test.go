@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 	"github.com/nuvirahub/latencylab/netem"
 )
 
@@ -98,6 +99,8 @@ func TestRunQUICCell(t *testing.T) {
 	g := DefaultGrid()
 	g.Columns, g.Seconds, g.Media = g.Columns[2:3], 2, nil
 	requireKernel(t, g)
+	// A window of 1.5 s within 0.1 s and some goodput: 20 ms.
+	timerprobe.Require(t, 20*time.Millisecond)
 	c, err := runQUICCell(context.Background(), g, g.Columns[0], moduleRoot, nil)
 	require.NoError(t, err)
 	t.Logf("%+v", c)

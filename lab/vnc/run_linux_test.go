@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -56,6 +57,8 @@ func measureRun(t *testing.T, cfg Config) *result.Run {
 // median grows by at least the round trip the network adds.
 func TestX11vncLatency(t *testing.T) {
 	requireVNC(t, true, X11vnc)
+	// Dozens of updates in 4 s and a 50 ms rise: 20 ms.
+	timerprobe.Require(t, 20*time.Millisecond)
 	lan := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: X11vnc, Encoding: rfb.EncodingZRLE,
 		Duration: 4 * time.Second, Screen: "mix"})
 	require.Greater(t, lan.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 4 s")
