@@ -102,6 +102,11 @@ func Judge(o Outcome) Verdict {
 			got = "= " + result.FormatValue(c.Value, c.Unit)
 		}
 		j.Message = fmt.Sprintf("%s: %s over [%v, %v) %s, want %s", where, c.Measure, c.From, c.To, got, bounds(c))
+		if !c.Pass && c.Error == "" && c.ExpectedFailure == "" && (c.Band || c.Required != "") {
+			// A band's failure is a change, a requirement's names what
+			// requires it: the kind, as the check's own verdict says it.
+			j.Message += ": " + strings.TrimPrefix(c.Verdict(), "FAIL: ")
+		}
 		if !c.Pass {
 			v.Status = Fail
 		}
