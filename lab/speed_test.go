@@ -224,9 +224,9 @@ func TestLibrarySpeed(t *testing.T) {
 		}
 	})
 	wall, cpu := time.Since(start), cpuTime(t)-cpu0
-	sessions, skipped, seconds, packets := libraryRan(t, runs)
-	t.Logf("library: %d scenarios, %d run (%d without the shared folder), %.0f s of sessions in %v wall, %.0fx real time; %v CPU for %d packets",
-		len(lib), sessions, skipped, seconds, wall.Round(time.Millisecond), seconds/wall.Seconds(), cpu.Round(time.Millisecond), packets)
+	sessions, skipped, seconds, packets, want := libraryRan(t, runs)
+	t.Logf("library: %d scenarios, %d run (%d without the shared folder), %.0f s of sessions in %v wall, %.0fx real time; %v CPU for %d packets (%.0f expected)",
+		len(lib), sessions, skipped, seconds, wall.Round(time.Millisecond), seconds/wall.Seconds(), cpu.Round(time.Millisecond), packets, want)
 	benchLine(t, wall, "x-real-time", seconds/wall.Seconds(), "session-s", seconds)
 }
 
@@ -241,10 +241,9 @@ type libraryRun struct {
 // libraryRan checks that every scenario ran for its whole duration and
 // that the links carried, in all, the packets lab/estimate expects of
 // those that ran, within 10%; it returns how many ran and were skipped,
-// their seconds and the packets their links carried.
-func libraryRan(t *testing.T, runs []libraryRun) (sessions, skipped int, seconds float64, packets uint64) {
+// their seconds, the packets their links carried and the packets expected.
+func libraryRan(t *testing.T, runs []libraryRun) (sessions, skipped int, seconds float64, packets uint64, want float64) {
 	t.Helper()
-	var want float64
 	for _, run := range runs {
 		switch {
 		case run.skipped:
@@ -267,7 +266,7 @@ func libraryRan(t *testing.T, runs []libraryRun) (sessions, skipped int, seconds
 	if math.Abs(float64(packets)/want-1) > 0.1 {
 		t.Errorf("the library's links carried %d packets, want %.0f within 10%% (lab/estimate's Packets: the scenarios' bitrates over their phases)", packets, want)
 	}
-	return sessions, skipped, seconds, packets
+	return sessions, skipped, seconds, packets, want
 }
 
 // benchLine prints the figures as a line of go test -bench output (one
