@@ -81,8 +81,9 @@ type Number struct {
 var number = regexp.MustCompile(`\d{1,3}(?: \d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`)
 
 // reference is a name that holds digits but no figure: an RFC and its
-// section ("RFC 6143 7.7.4", "RFC 6143 section 7.7.4").
-var reference = regexp.MustCompile(`RFC \d+(?:(?: section)? \d+(?:\.\d+)+)?`)
+// section ("RFC 6143 7.7.4", "RFC 6143 section 7.7.4"), a section alone
+// ("7.7.6"), a resolution's name ("4K") and a shift in code ("x<<12").
+var reference = regexp.MustCompile(`RFC \d+(?:(?: section)? \d+(?:\.\d+)+)?|\b\d+(?:\.\d+){2,}|\b\d+K\b|<<\d+`)
 
 // Numbers returns the figures written in text, leaving out the digits of
 // RFC references.
