@@ -20,13 +20,22 @@ func Evaluate(r *result.Run, exps []scenarios.Expectation) []result.Check {
 			c.Unit = m.Unit
 		}
 		// A run shorter than the expectation's window (a scenario run
-		// for less than its duration, scenarios.WithDuration) did not
-		// measure what the bound is about: a part of the window is
-		// another figure, so it is not judged either way.
-		if end := max(e.To, e.At); r.Duration > 0 && end > r.Duration {
-			c.NotJudged = fmt.Sprintf("the run lasted %v, and this window ends at %v", r.Duration, end)
+		// for less than its duration, scenarios.WithDuration, or one
+		// interrupted before the window's end) did not measure what the
+		// bound is about: a part of the window is another figure, so it
+		// is not judged either way.
+		end := max(e.To, e.At)
+		if end == 0 {
+			end = r.Duration // a window open to the end
+		}
+		ran, how := r.Duration, "lasted"
+		if r.Interrupted != "" {
+			ran, how = r.Ran, "was interrupted at"
+		}
+		if ran > 0 && end > ran {
+			c.NotJudged = fmt.Sprintf("the run %s %v, and this window ends at %v", how, ran, end)
 			if e.At > 0 {
-				c.NotJudged = fmt.Sprintf("the run lasted %v, and this is measured at %v", r.Duration, end)
+				c.NotJudged = fmt.Sprintf("the run %s %v, and this is measured at %v", how, ran, end)
 			}
 			c.Pass = true
 			out = append(out, c)

@@ -40,3 +40,21 @@ func TestEvaluateLeavesUncoveredWindowsUnjudged(t *testing.T) {
 	require.True(t, checks[3].Band)
 	require.Contains(t, checks[3].String(), "FAIL: changed: above the band measured for this scenario")
 }
+
+// An interrupted run (handmade's 3 s cut at 2 s) judges the windows it
+// covered, and leaves the rest, those open to the end included, not judged.
+func TestEvaluateLeavesWhatAnInterruptedRunMissedUnjudged(t *testing.T) {
+	r := handmade()
+	r.Ran, r.Interrupted = 2*time.Second, "context canceled"
+	checks := Evaluate(r, []scenarios.Expectation{
+		{Measure: "latency.median", To: 2 * time.Second, Max: f64(0.05)},
+		{Measure: "latency.median", Max: f64(0.05)},
+		{Measure: "latency.median", From: time.Second, To: 3 * time.Second, Max: f64(0.05)},
+	})
+	require.Empty(t, checks[0].NotJudged)
+	require.True(t, checks[0].Pass)
+	require.Equal(t, 0.04, checks[0].Value)
+	require.Equal(t, "the run was interrupted at 2s, and this window ends at 3s", checks[1].NotJudged)
+	require.Equal(t, "the run was interrupted at 2s, and this window ends at 3s", checks[2].NotJudged)
+	require.True(t, checks[1].Pass && checks[2].Pass, "not judged fails nothing")
+}

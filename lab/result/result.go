@@ -423,7 +423,8 @@ type Recovery struct {
 	After     time.Duration `json:"after_ns"`
 }
 
-// Passed tells whether every check passed (and none failed to measure).
+// Passed tells whether every check passed (and none failed to measure); a
+// check not judged (a run shorter than its window) fails nothing.
 func (r *Run) Passed() bool {
 	for _, c := range r.Checks {
 		if !c.Pass {
