@@ -5,6 +5,12 @@
 // test one, the generated tables keep their markers, and the pages and
 // sections users rely on are still there. It works on the docs as text, so a
 // test can remove a section and see the check fail.
+//
+// The go test commands the docs and the Makefile show are checked against
+// the tests themselves (CheckRuns): each -run, -bench and -fuzz pattern
+// selects something, and the tests a subtest pattern selects survive the
+// filter; so does every test that keeps what its subtests find
+// (CheckCollectors).
 package docscheck
 
 import (
@@ -158,7 +164,7 @@ func Check(d Docs, w Want) []Problem {
 }
 
 // Load reads the documentation of the repository at root: README.md,
-// docs/*.md and the guides beside the code.
+// docs/*.md (and docs/own-scenarios/*.md) and the guides beside the code.
 func Load(root string) (Docs, error) {
 	d := Docs{
 		Files: map[string]string{},
@@ -171,13 +177,15 @@ func Load(root string) (Docs, error) {
 			return m
 		},
 	}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		return d, err
-	}
 	names := []string{"README.md", "scenarios/FORMAT.md", "reports/SCHEMA.md", "grafana/README.md"}
-	for _, p := range docs {
-		names = append(names, "docs/"+filepath.Base(p))
+	for _, dir := range []string{"docs", "docs/own-scenarios"} {
+		docs, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(dir), "*.md"))
+		if err != nil {
+			return d, err
+		}
+		for _, p := range docs {
+			names = append(names, dir+"/"+filepath.Base(p))
+		}
 	}
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(n)))

@@ -1,6 +1,8 @@
 package docscheck
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -155,6 +157,105 @@ func TestDocsCheckCatchesWhatIsRemoved(t *testing.T) {
 	}
 }
 
+// docTests returns every go test command the docs and the Makefile show.
+func docTests(t *testing.T, d Docs) []GoTest {
+	t.Helper()
+	root, err := modroot.Find()
+	require.NoError(t, err)
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	vars := MakeVars(string(makefile))
+	var cmds []GoTest
+	for _, f := range slices.Sorted(maps.Keys(d.Files)) {
+		cmds = append(cmds, GoTests(f, d.Files[f], vars)...)
+	}
+	return append(cmds, MakeGoTests("Makefile", string(makefile))...)
+}
+
+// Every go test command in the docs and the Makefile that filters what
+// it runs (-run, -bench, -fuzz) selects something in each package it
+// names, and the tests a -run pattern with a subtest part selects survive
+// having their subtests filtered out (CheckRuns says how); so does every
+// test that keeps what its subtests find (Collectors). The test binaries
+// are built once, side by side; then each pattern costs a -test.list, and
+// each subtest pattern and collecting test one run with no subtest.
+func TestDocumentedTestCommandsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping: builds the test binaries of the packages the docs' commands name (run without -short, as CI does)")
+	}
+	d, _ := repo(t)
+	cmds := docTests(t, d)
+	perFile := map[string]int{}
+	probes := map[string]bool{}
+	for _, c := range cmds {
+		if c.selects() {
+			perFile[c.File]++
+			for _, p := range emptied(c.Flags["run"]) {
+				probes[fmt.Sprint(c.Pkgs, p)] = true
+			}
+		}
+	}
+	require.NotZero(t, perFile["docs/reproduction.md"], "the reproduction table's commands are found")
+	require.NotZero(t, perFile["Makefile"], "the Makefile's commands are found")
+	root, err := modroot.Find()
+	require.NoError(t, err)
+	collectors, err := Collectors(root)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(collectors, func(c Collector) bool { return c.Name == "TestEstimateCountsTheLibrarysPackets" }),
+		"the estimate's test keeps its subtests' sessions: it is found")
+	// go test caches this test's result by the files it opens: stat the
+	// module's Go files, whose tests it runs, so that a change to any of
+	// them runs it again.
+	require.NoError(t, filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(p, ".go") {
+			_, err = os.Stat(p)
+		}
+		return err
+	}))
+	g := &GoTool{Root: root, Dir: t.TempDir()}
+	require.NoError(t, g.Prepare(cmds, collectors))
+	for _, p := range CheckRuns(cmds, g) {
+		t.Error(p)
+	}
+	// Every test that keeps what its subtests find, documented or not,
+	// survives a filter that leaves its subtests out.
+	for _, p := range CheckCollectors(collectors, g) {
+		t.Error(p)
+	}
+	t.Logf("%d commands that select by pattern, in %d files; %d subtest patterns run with their subtests filtered out; %d collecting tests run so",
+		sum(perFile), len(perFile), len(probes), len(collectors))
+
+	// A pattern broken in a page is caught, naming the page, the line and
+	// the pattern (the binaries are built: this costs a listing).
+	t.Run("a pattern that selects nothing", func(t *testing.T) {
+		text := d.Files["docs/reproduction.md"]
+		i := strings.Index(text, "-run 'Library/")
+		require.GreaterOrEqual(t, i, 0)
+		line := strings.Count(text[:i], "\n") + 1
+		broken := text[:i] + "-run 'Librari/" + text[i+len("-run 'Library/"):]
+		var got []string
+		for _, c := range GoTests("docs/reproduction.md", broken, nil) {
+			if strings.Contains(c.Flags["run"], "Librari/") {
+				for _, p := range CheckRuns([]GoTest{c}, g) {
+					got = append(got, p.String())
+				}
+			}
+		}
+		require.Len(t, got, 1)
+		require.Contains(t, got[0], fmt.Sprintf("docs/reproduction.md:%d: ", line))
+		require.Contains(t, got[0], "-run 'Librari/")
+		require.Contains(t, got[0], "selects no test in ./lab")
+	})
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
 func editAll(d Docs, f func(string) string) Docs {
 	c := d
 	c.Files = map[string]string{}
@@ -214,4 +315,189 @@ func TestNoTrackerReferences(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// The commands are read as a shell and the go command read them: quotes,
+// a command over several lines in a block or in inline code, a table's
+// escaped pipe, NAME=value and sudo before go test, -C and -tags, chains,
+// redirections and comments, a flag of the package's own, -args.
+func TestGoTestsParse(t *testing.T) {
+	page := strings.Join([]string{
+		"Run `go test ./lab -run 'Library/mobile-spikes$' -v`, or `go test ./lab",
+		"-run \"^TestSessionSpeed$\" -sessionspeed -v` over two lines.",
+		"",
+		"```sh",
+		"LAB_N11_SECONDS=20 sudo go test ./netem/kernel \\",
+		"    -run 'N11|Iperf3' -v   # a comment",
+		"go test -C lab -tags jobs -run ^TestNightly$ -count=1 -args -seeds 1 -out x",
+		"$ go test ./a ./b -run X && go test ./c -run=Y | tee out > log 2>&1",
+		"```",
+		"",
+		"```go",
+		"// go test ./notshell -run Z",
+		"```",
+		"",
+		"| what | command |",
+		"|---|---|",
+		"| rates | `go test ./netem -run '^$' -bench '^Benchmark(Rate\\|Trace)$'` |",
+		"",
+		"A mention of `go test -bench` is no command; `go test ./x -run \"$NAMES\"` takes $NAMES from the Makefile.",
+	}, "\n")
+	var got []string
+	for _, c := range GoTests("p.md", page, map[string]string{"NAMES": "^(A|B)$"}) {
+		got = append(got, fmt.Sprintf("%d env=%v dir=%s tags=%s pkgs=%v run=%q bench=%q args=%v", c.Line, c.Env, c.Dir, c.Tags, c.Pkgs, c.Flags["run"], c.Flags["bench"], c.Args))
+	}
+	require.Equal(t, []string{
+		`5 env=[LAB_N11_SECONDS=20] dir= tags= pkgs=[./netem/kernel] run="N11|Iperf3" bench="" args=[]`,
+		`7 env=[] dir=lab tags=jobs pkgs=[.] run="^TestNightly$" bench="" args=[]`,
+		`8 env=[] dir= tags= pkgs=[./a ./b] run="X" bench="" args=[]`,
+		`8 env=[] dir= tags= pkgs=[./c] run="Y" bench="" args=[]`,
+		`1 env=[] dir= tags= pkgs=[./lab] run="Library/mobile-spikes$" bench="" args=[]`,
+		`1 env=[] dir= tags= pkgs=[./lab] run="^TestSessionSpeed$" bench="" args=[-sessionspeed]`,
+		`17 env=[] dir= tags= pkgs=[./netem] run="^$" bench="^Benchmark(Rate|Trace)$" args=[]`,
+		`19 env=[] dir= tags= pkgs=[./x] run="^(A|B)$" bench="" args=[]`,
+	}, got)
+	require.Equal(t, "./lab", GoTest{Dir: "lab"}.Package("."))
+	require.Equal(t, "./lab/jobs", GoTest{Dir: "lab"}.Package("./jobs"))
+
+	unknown := GoTests("p.md", "`go test ./x -run \"$UNSET\"`", nil)
+	require.Len(t, unknown, 1)
+	require.Equal(t, []string{"-run"}, unknown[0].Unresolved)
+
+	makefile := "NAMES = A|B\nPATTERN = ^($(NAMES))$$\nOUT ?= out/x\nt:\n\tgo test -C lab -run '$(PATTERN)' \\\n\t  -count=1 -args -out $(abspath $(OUT))\n"
+	mk := MakeGoTests("Makefile", makefile)
+	require.Len(t, mk, 1)
+	require.Equal(t, 5, mk[0].Line)
+	require.Equal(t, "^(A|B)$", mk[0].Flags["run"])
+	require.Equal(t, "lab", mk[0].Dir)
+	require.Equal(t, "^(A|B)$", MakeVars(makefile)["PATTERN"])
+}
+
+// Patterns split as the testing package splits them, and the patterns
+// derived from them select what CheckRuns says.
+func TestPatterns(t *testing.T) {
+	require.Equal(t, [][]string{{"Library", "mobile-spikes$"}}, splitPattern("Library/mobile-spikes$"))
+	require.Equal(t, [][]string{{"A"}, {"B", "c"}}, splitPattern("A|B/c"))
+	require.Equal(t, [][]string{{"Test(Session|Library)Speed$"}}, splitPattern("Test(Session|Library)Speed$"))
+	require.Equal(t, [][]string{{"[/|]x", "y"}}, splitPattern("[/|]x/y"))
+	require.Equal(t, "(?:A)|(?:B)", topLevel("A|B/c"))
+	require.Nil(t, emptied("A|B"))
+	require.Equal(t, []string{"B/^$", "C/^$", "C/d/^$"}, emptied("A|B/c|C/d/e"))
+}
+
+// fakeRunner lists fixed names and fails the runs a test sets.
+type fakeRunner struct {
+	names map[string][]string // by package
+	fail  func(pkg string, args []string) bool
+	runs  []string
+}
+
+func (f *fakeRunner) Packages(_ Build, pats []string) ([]string, error) { return pats, nil }
+func (f *fakeRunner) List(_ Build, pkg, pattern string) ([]string, error) {
+	re := regexp.MustCompile(pattern)
+	var out []string
+	for _, n := range f.names[pkg] {
+		if re.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+func (f *fakeRunner) Run(_ Build, pkg string, args, _ []string) (string, error) {
+	f.runs = append(f.runs, pkg+" "+strings.Join(args, " "))
+	if f.fail(pkg, args) {
+		return "panic: runtime error: invalid memory address or nil pointer dereference", errors.New("exit status 2")
+	}
+	return "PASS", nil
+}
+
+// CheckRuns names the command whose pattern selects nothing, and the one
+// whose selected tests crash with their subtests filtered out; a pattern
+// without a subtest part is not run, and a subtest pattern is run once
+// for all the commands that share it.
+func TestCheckRuns(t *testing.T) {
+	page := strings.Join([]string{
+		"`go test ./lab -run 'Library/a$' -v`",
+		"`go test ./lab -run 'Library/b$' -v`",
+		"`go test ./lab -run Nothing`",
+		"`go test ./lab -run Mobile`",
+		"`go test ./lab -run '^$' -bench Speed`",
+		"`go test ./lab -fuzz Parse`",
+		"`go test ./lab ./netem -run Mobile`",
+	}, "\n\n")
+	f := &fakeRunner{
+		names: map[string][]string{
+			"./lab":   {"TestLibrary", "TestEstimateCountsTheLibrarysPackets", "TestMobile", "BenchmarkSession", "FuzzParseA", "FuzzParseB"},
+			"./netem": {"TestRate"},
+		},
+		fail: func(_ string, args []string) bool { return slices.Contains(args, "-test.run=Library/^$") },
+	}
+	var got []string
+	for _, p := range CheckRuns(GoTests("p.md", page, nil), f) {
+		got = append(got, strings.SplitN(p.String(), "\n", 2)[0])
+	}
+	require.Equal(t, []string{
+		"p.md:5: go test ./lab -run Nothing: -run 'Nothing' selects no test in ./lab",
+		"p.md:9: go test ./lab -run '^$' -bench Speed: -bench 'Speed' selects no benchmark in ./lab",
+		"p.md:11: go test ./lab -fuzz Parse: -fuzz 'Parse' selects 2 fuzz tests in ./lab (FuzzParseA, FuzzParseB): go test fuzzes exactly one",
+		"p.md:13: go test ./lab ./netem -run Mobile: -run 'Mobile' selects no test in ./netem",
+		"p.md:1: go test ./lab -run 'Library/a$' -v (and 1 more commands like it): a test it selects does not survive the filter: ./lab's tests with -test.run=Library/^$ -test.count=1 -test.timeout=3m failed (exit status 2):",
+	}, got)
+	require.Equal(t, []string{"./lab -test.run=Library/^$ -test.count=1 -test.timeout=3m"}, f.runs)
+}
+
+// A test whose subtests write a variable it declares outside them is a
+// collector, whatever the write (assignment, index, field, increment);
+// one whose subtests only write their own is not; a file for another
+// build tag is found with its tag.
+func TestCollectors(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "p"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p", "a_test.go"), []byte(`package p
+
+import "testing"
+
+func TestKeeps(t *testing.T) {
+	got := map[string]int{}
+	n := 0
+	for _, name := range []string{"a", "b"} {
+		t.Run(name, func(t *testing.T) { got[name] = 1; n++ })
+	}
+	_ = got["a"] + n
+}
+
+func TestOwn(t *testing.T) {
+	t.Run("x", func(t *testing.T) {
+		v := 0
+		v = 1
+		_ = v
+	})
+}
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p", "b_test.go"), []byte(`//go:build jobs
+
+package p
+
+import "testing"
+
+func TestTagged(t *testing.T) {
+	var r *int
+	t.Run("x", func(t *testing.T) { r = new(int) })
+	_ = *r
+}
+`), 0o644))
+	cs, err := Collectors(dir)
+	require.NoError(t, err)
+	require.Equal(t, []Collector{
+		{Pkg: "./p", File: "p/a_test.go", Name: "TestKeeps", Line: 5, Vars: []string{"got", "n"}},
+		{Pkg: "./p", File: "p/b_test.go", Name: "TestTagged", Line: 7, Tags: "jobs", Vars: []string{"r"}},
+	}, cs)
+
+	f := &fakeRunner{fail: func(_ string, args []string) bool { return slices.Contains(args, "-test.run=^TestTagged$/^$") }}
+	var got []string
+	for _, p := range CheckCollectors(cs, f) {
+		got = append(got, strings.SplitN(p.String(), "\n", 2)[0])
+	}
+	require.Equal(t, []string{"p/b_test.go:7: TestTagged keeps what its subtests find (r), and with its subtests filtered out (-test.run=^TestTagged$/^$ -test.count=1 -test.timeout=3m) it failed (exit status 2): count what ran, and skip or fail saying what the filter left out:"}, got)
+	require.Len(t, f.runs, 2)
 }

@@ -1,0 +1,496 @@
+package docscheck
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Build is what decides a test binary beyond its package: -tags and the
+// build's environment (CGO_ENABLED, GOOS, GOARCH, GOEXPERIMENT, GOFLAGS).
+type Build struct {
+	Tags string
+	Env  string // NAME=value words, space-separated, sorted
+}
+
+var buildEnv = regexp.MustCompile(`^(CGO_ENABLED|GOOS|GOARCH|GOEXPERIMENT|GOFLAGS)=`)
+
+func (c GoTest) build() Build {
+	var env []string
+	for _, e := range c.Env {
+		if buildEnv.MatchString(e) {
+			env = append(env, e)
+		}
+	}
+	slices.Sort(env)
+	return Build{Tags: c.Tags, Env: strings.Join(env, " ")}
+}
+
+// Runner builds and runs test binaries for CheckRuns.
+type Runner interface {
+	// Packages expands package patterns (./lab, ./...) to the packages
+	// they name, as paths from the repository's root ("./lab").
+	Packages(b Build, patterns []string) ([]string, error)
+	// List returns the names a package's test binary prints for
+	// -test.list pattern: its top-level tests, benchmarks, fuzz tests
+	// and examples that pattern matches. A package without tests lists
+	// none.
+	List(b Build, pkg, pattern string) ([]string, error)
+	// Run runs a package's test binary with args, with env added, and
+	// returns its output and whether it failed.
+	Run(b Build, pkg string, args, env []string) (string, error)
+}
+
+// CheckRuns checks each go test command that filters what it runs:
+//
+//   - its -run pattern selects at least one test, fuzz test or example
+//     of each package it names (of the packages together for ./...), -skip
+//     taken into account; -run '^$' selects none on purpose, and then its
+//     -bench pattern must select a benchmark;
+//   - its -bench pattern selects a benchmark, and its -fuzz pattern
+//     exactly one fuzz test (go test requires one);
+//   - what its -run pattern selects survives being filtered: a pattern
+//     with a subtest part (A/B) runs the other top-level tests it selects
+//     with none of their subtests, and a test that collects its subtests'
+//     results then finds them empty. Each such command's packages run,
+//     once per pattern, with the subtest part replaced by one that
+//     matches no subtest (A/^$; for A/B/C also A/B/^$), and the package's
+//     own flags given (-sessionspeed, ...) but not what follows -args
+//     (where the docs name files to write). A crash, a panic or a failure
+//     there is a problem. A test run with some of its subtests but not
+//     others is not tried: the tests that collect results count what ran
+//     (lab/estimate_packets_test.go), which covers both.
+func CheckRuns(cmds []GoTest, r Runner) []Problem {
+	var ps []Problem
+	add := func(c GoTest, format string, args ...any) {
+		ps = append(ps, Problem{c.where(), c.Text + ": " + fmt.Sprintf(format, args...)})
+	}
+	type probe struct {
+		b        Build
+		pkg      string
+		args     string // NUL-separated
+		env      string
+		firstCmd GoTest
+		more     int
+	}
+	var probes []*probe
+	probeIndex := map[string]*probe{}
+	for _, c := range cmds {
+		if !c.selects() {
+			continue
+		}
+		run, hasRun := c.Flags["run"]
+		bench, hasBench := c.Flags["bench"]
+		fuzz, hasFuzz := c.Flags["fuzz"]
+		if len(c.Unresolved) > 0 {
+			add(c, "cannot be checked: %s holds a variable that neither the line nor the Makefile defines", strings.Join(c.Unresolved, " and "))
+			continue
+		}
+		b := c.build()
+		var pkgs []string
+		wild := false
+		for _, p := range c.Pkgs {
+			p = c.Package(p)
+			wild = wild || strings.Contains(p, "...")
+			pkgs = append(pkgs, p)
+		}
+		pkgs, err := r.Packages(b, pkgs)
+		if err != nil {
+			add(c, "its packages do not load: %v", err)
+			continue
+		}
+		listed := map[string][]string{}
+		list := func(pkg, pattern string) []string {
+			names, err := r.List(b, pkg, pattern)
+			if err != nil {
+				add(c, "go test %s -list %q: %v", pkg, pattern, err)
+			}
+			return names
+		}
+		if hasRun && run != "^$" {
+			skip := skipMatcher(c.Flags["skip"])
+			total := 0
+			for _, pkg := range pkgs {
+				var tests []string
+				for _, n := range list(pkg, topLevel(run)) {
+					if !strings.HasPrefix(n, "Benchmark") && !skip(n) {
+						tests = append(tests, n)
+					}
+				}
+				listed[pkg] = tests
+				total += len(tests)
+				if len(tests) == 0 && !wild {
+					add(c, "-run %s selects no test in %s", quote(run), pkg)
+				}
+			}
+			if total == 0 && wild {
+				add(c, "-run %s selects no test in %s", quote(run), strings.Join(c.Pkgs, " "))
+			}
+		}
+		if hasBench {
+			n := 0
+			for _, pkg := range pkgs {
+				for _, name := range list(pkg, topLevel(bench)) {
+					if strings.HasPrefix(name, "Benchmark") {
+						n++
+					}
+				}
+			}
+			if n == 0 {
+				add(c, "-bench %s selects no benchmark in %s", quote(bench), strings.Join(c.Pkgs, " "))
+			}
+		}
+		if hasFuzz {
+			for _, pkg := range pkgs {
+				var targets []string
+				for _, name := range list(pkg, fuzz) {
+					if strings.HasPrefix(name, "Fuzz") {
+						targets = append(targets, name)
+					}
+				}
+				if len(targets) != 1 {
+					add(c, "-fuzz %s selects %d fuzz tests in %s (%s): go test fuzzes exactly one", quote(fuzz), len(targets), pkg, strings.Join(targets, ", "))
+				}
+			}
+		}
+		if !hasRun || run == "^$" {
+			continue
+		}
+		for _, pkg := range pkgs {
+			if len(listed[pkg]) == 0 {
+				continue
+			}
+			for _, p := range emptied(run) {
+				args := []string{"-test.run=" + p, "-test.count=1", "-test.timeout=3m"}
+				if s := c.Flags["skip"]; s != "" {
+					args = append(args, "-test.skip="+s)
+				}
+				if c.Short {
+					args = append(args, "-test.short")
+				}
+				args = append(args, c.Args...)
+				key := fmt.Sprint(b, pkg, args, c.Env)
+				if pr := probeIndex[key]; pr != nil {
+					pr.more++
+					continue
+				}
+				pr := &probe{b: b, pkg: pkg, args: strings.Join(args, "\x00"), env: strings.Join(c.Env, "\x00"), firstCmd: c}
+				probeIndex[key] = pr
+				probes = append(probes, pr)
+			}
+		}
+	}
+	for _, pr := range probes {
+		var env []string
+		if pr.env != "" {
+			env = strings.Split(pr.env, "\x00")
+		}
+		args := strings.Split(pr.args, "\x00")
+		out, err := r.Run(pr.b, pr.pkg, args, env)
+		if err == nil {
+			continue
+		}
+		also := ""
+		if pr.more > 0 {
+			also = fmt.Sprintf(" (and %d more commands like it)", pr.more)
+		}
+		ps = append(ps, Problem{pr.firstCmd.where(), fmt.Sprintf("%s%s: a test it selects does not survive the filter: %s's tests with %s failed (%v):\n%s",
+			pr.firstCmd.Text, also, pr.pkg, strings.Join(args, " "), err, tail(out, 25))})
+	}
+	return ps
+}
+
+// skipMatcher says whether a -skip pattern skips a top-level test
+// whole: an alternative of one element that matches its name.
+func skipMatcher(skip string) func(string) bool {
+	if skip == "" {
+		return func(string) bool { return false }
+	}
+	var res []*regexp.Regexp
+	for _, alt := range splitPattern(skip) {
+		if len(alt) == 1 {
+			if re, err := regexp.Compile(alt[0]); err == nil {
+				res = append(res, re)
+			}
+		}
+	}
+	return func(name string) bool {
+		for _, re := range res {
+			if re.MatchString(name) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func quote(s string) string { return "'" + s + "'" }
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{"..."}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// selects says whether the command picks tests, benchmarks or a fuzz
+// test by a pattern; -run '^$' alone compiles the tests and runs none.
+func (c GoTest) selects() bool {
+	run, hasRun := c.Flags["run"]
+	_, hasBench := c.Flags["bench"]
+	_, hasFuzz := c.Flags["fuzz"]
+	return hasRun && run != "^$" || hasBench || hasFuzz
+}
+
+// GoTool is the Runner that builds each package's test binary once with
+// go test -c and runs it as go test would, in the package's folder.
+type GoTool struct {
+	// Root is the repository's root; Dir a scratch folder for binaries.
+	Root, Dir string
+
+	mu    sync.Mutex
+	bins  map[string]string   // build and package -> binary ("" if none)
+	lists map[string][]string // build and pattern -> packages; and build, package and pattern -> names
+}
+
+// Prepare builds, side by side, the test binaries of every package the
+// commands filter and of every collecting test, so that CheckRuns and
+// CheckCollectors then only run them.
+func (g *GoTool) Prepare(cmds []GoTest, cs []Collector) error {
+	want := map[Build][]string{}
+	for _, c := range cs {
+		b := Build{Tags: c.Tags}
+		want[b] = append(want[b], c.Pkg)
+	}
+	for _, c := range cmds {
+		if !c.selects() || len(c.Unresolved) > 0 {
+			continue
+		}
+		b := c.build()
+		var pats []string
+		for _, p := range c.Pkgs {
+			pats = append(pats, c.Package(p))
+		}
+		pkgs, err := g.Packages(b, pats)
+		if err != nil {
+			continue // CheckRuns reports it
+		}
+		want[b] = append(want[b], pkgs...)
+	}
+	var errs []error
+	for b, pkgs := range want {
+		slices.Sort(pkgs)
+		errs = append(errs, g.build(b, slices.Compact(pkgs)))
+	}
+	return errors.Join(errs...)
+}
+
+// build builds the test binaries of pkgs, in as few go test -c calls as
+// their names allow (binaries of one call are named by the package's last
+// element, which must differ).
+func (g *GoTool) build(b Build, pkgs []string) error {
+	g.mu.Lock()
+	if g.bins == nil {
+		g.bins = map[string]string{}
+	}
+	var todo []string
+	for _, p := range pkgs {
+		if _, ok := g.bins[binKey(b, p)]; !ok {
+			todo = append(todo, p)
+		}
+	}
+	g.mu.Unlock()
+	var groups [][]string
+	for _, p := range todo {
+		placed := false
+		for k, grp := range groups {
+			if !slices.ContainsFunc(grp, func(q string) bool { return path.Base(q) == path.Base(p) }) {
+				groups[k] = append(grp, p)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			groups = append(groups, []string{p})
+		}
+	}
+	// The groups build side by side: the go command shares its cache
+	// between them, and one group's links overlap another's.
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for k, grp := range groups {
+		wg.Go(func() { errs[k] = g.buildGroup(b, grp) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (g *GoTool) buildGroup(b Build, grp []string) error {
+	dir, err := os.MkdirTemp(g.Dir, "bin")
+	if err != nil {
+		return err
+	}
+	args := []string{"test", "-c", "-o", dir + string(filepath.Separator)}
+	if b.Tags != "" {
+		args = append(args, "-tags", b.Tags)
+	}
+	cmd := exec.Command("go", append(args, grp...)...)
+	cmd.Dir = g.Root
+	cmd.Env = append(os.Environ(), strings.Fields(b.Env)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range grp {
+		bin := filepath.Join(dir, path.Base(p)+".test")
+		if _, err := os.Stat(bin); err != nil {
+			bin = "" // no test files
+		}
+		g.bins[binKey(b, p)] = bin
+	}
+	return nil
+}
+
+func (g *GoTool) remember(key string, v []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lists == nil {
+		g.lists = map[string][]string{}
+	}
+	g.lists[key] = v
+}
+
+func binKey(b Build, pkg string) string { return b.Tags + "\x00" + b.Env + "\x00" + pkg }
+
+func (g *GoTool) binary(b Build, pkg string) (string, error) {
+	if err := g.build(b, []string{pkg}); err != nil {
+		return "", err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.bins[binKey(b, pkg)], nil
+}
+
+// Packages implements Runner: a folder is its package, and go list
+// expands the patterns with "..." (once per build and patterns).
+func (g *GoTool) Packages(b Build, patterns []string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		if strings.Contains(p, "...") {
+			pkgs, err := g.expand(b, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pkgs...)
+			continue
+		}
+		p = "./" + path.Clean(strings.TrimPrefix(p, "./"))
+		files, _ := filepath.Glob(filepath.Join(g.Root, filepath.FromSlash(p), "*.go"))
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s: no Go files in the folder", p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (g *GoTool) expand(b Build, pattern string) ([]string, error) {
+	key := binKey(b, pattern)
+	g.mu.Lock()
+	pkgs, ok := g.lists[key]
+	g.mu.Unlock()
+	if ok {
+		return pkgs, nil
+	}
+	pkgs, err := g.goList(b, pattern)
+	if err != nil {
+		return nil, err
+	}
+	g.remember(key, pkgs)
+	return pkgs, nil
+}
+
+func (g *GoTool) goList(b Build, patterns ...string) ([]string, error) {
+	args := []string{"list", "-f", "{{.Dir}}"}
+	if b.Tags != "" {
+		args = append(args, "-tags", b.Tags)
+	}
+	cmd := exec.Command("go", append(args, patterns...)...)
+	cmd.Dir = g.Root
+	cmd.Env = append(os.Environ(), strings.Fields(b.Env)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var pkgs []string
+	for _, d := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(g.Root, d)
+		if err != nil {
+			return nil, err
+		}
+		pkgs = append(pkgs, "./"+filepath.ToSlash(rel))
+	}
+	return pkgs, nil
+}
+
+// List implements Runner: the binary's -test.list, once per build,
+// package and pattern.
+func (g *GoTool) List(b Build, pkg, pattern string) ([]string, error) {
+	key := binKey(b, pkg) + "\x00" + pattern
+	g.mu.Lock()
+	names, ok := g.lists[key]
+	g.mu.Unlock()
+	if ok {
+		return names, nil
+	}
+	bin, err := g.binary(b, pkg)
+	if err != nil || bin == "" {
+		return nil, err
+	}
+	out, err := g.Run(b, pkg, []string{"-test.list", pattern}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%v\n%s", err, tail(out, 10))
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if testName.MatchString(l) {
+			names = append(names, l)
+		}
+	}
+	g.remember(key, names)
+	return names, nil
+}
+
+var testName = regexp.MustCompile(`^(Test|Benchmark|Fuzz|Example)[A-Za-z0-9_]*$`)
+
+// Run implements Runner: the binary in the package's folder, as go test
+// runs it.
+func (g *GoTool) Run(b Build, pkg string, args, env []string) (string, error) {
+	bin, err := g.binary(b, pkg)
+	if err != nil {
+		return "", err
+	}
+	if bin == "" {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = filepath.Join(g.Root, filepath.FromSlash(pkg))
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
