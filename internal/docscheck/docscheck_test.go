@@ -212,14 +212,20 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 		}
 		return err
 	}))
+	// The tests that judge real time run on their own in CI (the
+	// Makefile's TIMING_TESTS), not beside this one.
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	timing := MakeVars(string(makefile))["TIMING_TESTS"]
+	require.Contains(t, timing, "TestEnginesAgree", "the Makefile's timing tests are read")
 	g := &GoTool{Root: root, Dir: t.TempDir()}
 	require.NoError(t, g.Prepare(cmds, collectors))
-	for _, p := range CheckRuns(cmds, g) {
+	for _, p := range CheckRuns(cmds, g, timing) {
 		t.Error(p)
 	}
 	// Every test that keeps what its subtests find, documented or not,
 	// survives a filter that leaves its subtests out.
-	for _, p := range CheckCollectors(collectors, g) {
+	for _, p := range CheckCollectors(collectors, g, timing) {
 		t.Error(p)
 	}
 	t.Logf("%d commands that select by pattern, in %d files; %d subtest patterns run with their subtests filtered out; %d collecting tests run so",
@@ -236,7 +242,7 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 		var got []string
 		for _, c := range GoTests("docs/reproduction.md", broken, nil) {
 			if strings.Contains(c.Flags["run"], "Librari/") {
-				for _, p := range CheckRuns([]GoTest{c}, g) {
+				for _, p := range CheckRuns([]GoTest{c}, g, "") {
 					got = append(got, p.String())
 				}
 			}
@@ -433,7 +439,7 @@ func TestCheckRuns(t *testing.T) {
 		fail: func(_ string, args []string) bool { return slices.Contains(args, "-test.run=Library/^$") },
 	}
 	var got []string
-	for _, p := range CheckRuns(GoTests("p.md", page, nil), f) {
+	for _, p := range CheckRuns(GoTests("p.md", page, nil), f, "^TestSlow$") {
 		got = append(got, strings.SplitN(p.String(), "\n", 2)[0])
 	}
 	require.Equal(t, []string{
@@ -441,9 +447,9 @@ func TestCheckRuns(t *testing.T) {
 		"p.md:9: go test ./lab -run '^$' -bench Speed: -bench 'Speed' selects no benchmark in ./lab",
 		"p.md:11: go test ./lab -fuzz Parse: -fuzz 'Parse' selects 2 fuzz tests in ./lab (FuzzParseA, FuzzParseB): go test fuzzes exactly one",
 		"p.md:13: go test ./lab ./netem -run Mobile: -run 'Mobile' selects no test in ./netem",
-		"p.md:1: go test ./lab -run 'Library/a$' -v (and 1 more commands like it): a test it selects does not survive the filter: ./lab's tests with -test.run=Library/^$ -test.count=1 -test.timeout=3m failed (exit status 2):",
+		"p.md:1: go test ./lab -run 'Library/a$' -v (and 1 more commands like it): a test it selects does not survive the filter: ./lab's tests with -test.run=Library/^$ -test.count=1 -test.timeout=3m -test.skip=^TestSlow$ failed (exit status 2):",
 	}, got)
-	require.Equal(t, []string{"./lab -test.run=Library/^$ -test.count=1 -test.timeout=3m"}, f.runs)
+	require.Equal(t, []string{"./lab -test.run=Library/^$ -test.count=1 -test.timeout=3m -test.skip=^TestSlow$"}, f.runs)
 }
 
 // A test whose subtests write a variable it declares outside them is a
@@ -495,7 +501,7 @@ func TestTagged(t *testing.T) {
 
 	f := &fakeRunner{fail: func(_ string, args []string) bool { return slices.Contains(args, "-test.run=^TestTagged$/^$") }}
 	var got []string
-	for _, p := range CheckCollectors(cs, f) {
+	for _, p := range CheckCollectors(append(cs, Collector{Pkg: "./p", Name: "TestSlow"}), f, "^TestSlow$") {
 		got = append(got, strings.SplitN(p.String(), "\n", 2)[0])
 	}
 	require.Equal(t, []string{"p/b_test.go:7: TestTagged keeps what its subtests find (r), and with its subtests filtered out (-test.run=^TestTagged$/^$ -test.count=1 -test.timeout=3m) it failed (exit status 2): count what ran, and skip or fail saying what the filter left out:"}, got)
