@@ -12,6 +12,7 @@ import (
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/filetest"
 	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -50,7 +51,7 @@ func TestFiles(t *testing.T) {
 	var seeds []uint64
 	if *filesSeeds != "" {
 		var err error
-		if seeds, err = jobs.ParseSeeds(*filesSeeds); err != nil {
+		if seeds, err = jobspec.ParseSeeds(*filesSeeds); err != nil {
 			t.Fatalf("-seeds: %v", err)
 		}
 	}

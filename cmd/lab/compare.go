@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -89,7 +90,7 @@ flags:
 // abrKeys are the settings of the ABR's rule.
 func abrKeys() []string {
 	var out []string
-	for _, k := range jobs.SettingKeys() {
+	for _, k := range jobspec.SettingKeys() {
 		if k != "encoder" && k != "controller" && k != "frame_sizes" {
 			out = append(out, k)
 		}
@@ -122,7 +123,7 @@ does not apply to a scenario leaves it out, saying why).
 
 flags:
 `, stderr)
-	j.fs.String("a", jobs.AsWritten, "configuration A, the reference")
+	j.fs.String("a", jobspec.AsWritten, "configuration A, the reference")
 	j.fs.String("b", "", "configuration B, judged against A")
 	j.fs.String("scenario", "", "scenarios of the library, comma-separated")
 	j.fs.String("group", "", "a group of the library: "+strings.Join(scenarios.Groups, ", "))
@@ -135,7 +136,7 @@ flags:
 			return errors.New("no -b: give the configuration to compare with -a, e.g. -b old-pipeline")
 		}
 		for _, side := range []string{"a", "b"} {
-			if _, err := jobs.ParseConfig(get(side)); err != nil {
+			if _, err := jobspec.Parse(get(side)); err != nil {
 				return fmt.Errorf("-%s: %w", side, err)
 			}
 		}
@@ -150,7 +151,7 @@ flags:
 	// -a's default is as-written: pass it on even when not given, so the
 	// job does not depend on its own default.
 	if !j.given("a") {
-		jobArgs = append([]string{"-a=" + jobs.AsWritten}, jobArgs...)
+		jobArgs = append([]string{"-a=" + jobspec.AsWritten}, jobArgs...)
 	}
 	return jobCommand("compare", "TestCompare", jobArgs)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/filetest"
 	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports/render"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -113,7 +114,7 @@ func parseTest(args []string, stderr io.Writer) (testOptions, error) {
 		o.parallel = runtime.GOMAXPROCS(0)
 	}
 	if o.seedsFlag != "" {
-		seeds, err := jobs.ParseSeeds(o.seedsFlag)
+		seeds, err := jobspec.ParseSeeds(o.seedsFlag)
 		if err != nil {
 			return o, usagef("-seeds: %v", err)
 		}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -96,7 +96,7 @@ func checkSelection(group, scenario string) error {
 			names = append(names, n)
 		}
 	}
-	_, err := jobs.Select(group, names)
+	_, err := jobspec.Select(group, names)
 	return err
 }
 
@@ -104,13 +104,13 @@ func checkSeeds(s string) error {
 	if s == "" {
 		return nil
 	}
-	_, err := jobs.ParseSeeds(s)
+	_, err := jobspec.ParseSeeds(s)
 	return err
 }
 
 func configHelp() string {
 	var b strings.Builder
-	for _, n := range jobs.NamedConfigs {
+	for _, n := range jobspec.NamedConfigs {
 		fmt.Fprintf(&b, "  %-21s %s\n", n.Name, n.Doc)
 	}
 	return b.String()
@@ -159,14 +159,14 @@ flags:
 	if accept {
 		j.fs.Bool("allow-dirty", false, "accept from a work tree with uncommitted changes (the baselines then name a commit with -dirty, which no checkout has)")
 	} else {
-		j.fs.String("variant", jobs.AsWritten, "the configuration to run against the baseline: a name above, key=value settings, or both")
+		j.fs.String("variant", jobspec.AsWritten, "the configuration to run against the baseline: a name above, key=value settings, or both")
 	}
 	jobArgs, err := j.parse(args, func(get func(string) string) error {
 		if err := checkSeeds(get("seeds")); err != nil {
 			return err
 		}
 		if !accept {
-			if _, err := jobs.ParseConfig(get("variant")); err != nil {
+			if _, err := jobspec.Parse(get("variant")); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -25,7 +26,7 @@ func TestBaselinesMatchTheLibrary(t *testing.T) {
 	require.NoError(t, err)
 	baselines, err := reports.ReadBaselines(filepath.Join(root, DefaultBaselines))
 	require.NoError(t, err)
-	lib, err := Select("", nil)
+	lib, err := jobspec.Select("", nil)
 	require.NoError(t, err)
 	accept := func(name string) string {
 		return "commit the change, then accept it (go run ./cmd/lab accept -scenario " + name +
@@ -41,8 +42,8 @@ func TestBaselinesMatchTheLibrary(t *testing.T) {
 			t.Errorf("%s: the scenario changed since its baseline was accepted (fingerprint %s, now %s), "+
 				"so the nightly compares it with runs of the scenario as it was: %s", sc.Name, b.Fingerprint, fp, accept(sc.Name))
 		}
-		if b.Variant != AsWritten {
-			t.Errorf("%s: baseline made under configuration %q, not %s: %s", sc.Name, b.Variant, AsWritten, accept(sc.Name))
+		if b.Variant != jobspec.AsWritten {
+			t.Errorf("%s: baseline made under configuration %q, not %s: %s", sc.Name, b.Variant, jobspec.AsWritten, accept(sc.Name))
 		}
 		var seeds []uint64
 		for _, r := range b.Runs {

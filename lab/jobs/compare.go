@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
@@ -23,7 +24,7 @@ const DefaultCompareOut = "out/compare"
 type CompareOptions struct {
 	// Root is the module's root; relative paths are its.
 	Root string
-	// A and B are the configurations (ParseConfig); B is judged against
+	// A and B are the configurations (jobspec.Parse); B is judged against
 	// A, as new runs against a baseline.
 	A, B string
 	// Scenarios names scenarios of the library; else Group picks a group;
@@ -45,7 +46,7 @@ type CompareOptions struct {
 // CompareRun is what a comparison found.
 type CompareRun struct {
 	// A and B are the two configurations.
-	A, B Config
+	A, B jobspec.Config
 	// Judgement is B's runs judged against A's.
 	Judgement *Judgement
 	// Report is the Markdown report's path (report.html beside it).
@@ -105,18 +106,18 @@ func Compare(t *testing.T, o CompareOptions) (*CompareRun, error) {
 	if o.A == "" || o.B == "" {
 		return nil, errors.New("compare needs two configurations, -a and -b: names like old-pipeline, settings like threshold=80ms, or both")
 	}
-	a, err := ParseConfig(o.A)
+	a, err := jobspec.Parse(o.A)
 	if err != nil {
 		return nil, fmt.Errorf("-a: %w", err)
 	}
-	b, err := ParseConfig(o.B)
+	b, err := jobspec.Parse(o.B)
 	if err != nil {
 		return nil, fmt.Errorf("-b: %w", err)
 	}
 	if a.Spec == b.Spec {
 		return nil, fmt.Errorf("-a and -b are the same configuration, %q: nothing to compare", a.Spec)
 	}
-	scs, err := Select(o.Group, o.Scenarios)
+	scs, err := jobspec.Select(o.Group, o.Scenarios)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func Compare(t *testing.T, o CompareOptions) (*CompareRun, error) {
 	}
 
 	began := time.Now()
-	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{a.Variant(), b.Variant()}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress, Exact: o.Exact})
+	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{variantOf(a), variantOf(b)}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress, Exact: o.Exact})
 	run := &CompareRun{A: a, B: b, Sessions: len(sessions), Wall: time.Since(began)}
 	var sa, sb []Session
 	for _, s := range sessions {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
@@ -70,7 +71,7 @@ func CompareResults(o CompareResultsOptions) (*CompareRun, error) {
 	for _, bl := range NewBaselines(scs, sa, "", began) {
 		base[bl.Scenario] = bl
 	}
-	run := &CompareRun{A: Config{Spec: la}, B: Config{Spec: lb}, Sessions: len(sa) + len(sb)}
+	run := &CompareRun{A: jobspec.Config{Spec: la}, B: jobspec.Config{Spec: lb}, Sessions: len(sa) + len(sb)}
 	run.Judgement = Judge(base, scs, sb, false, o.Stats)
 	for _, sj := range run.Judgement.Scenarios {
 		if len(sj.Evidence) == 0 {

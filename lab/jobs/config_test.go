@@ -2,153 +2,33 @@ package jobs
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
-func scenario(t *testing.T, name string) *scenarios.Scenario {
-	t.Helper()
-	scs, err := Select("", []string{name})
+// A configuration runs as a variant that applies it; as-written applies
+// nothing, so its sessions are the scenarios as their files say.
+func TestVariantOf(t *testing.T) {
+	c, err := jobspec.Parse("old-pipeline")
 	require.NoError(t, err)
-	sc := *scs[0]
-	return &sc
-}
-
-func TestParseConfig(t *testing.T) {
-	c, err := ParseConfig(" old-pipeline ")
+	v := variantOf(c)
+	require.Equal(t, "old-pipeline", v.Label)
+	require.NotNil(t, v.Apply)
+	asw, err := jobspec.Parse(jobspec.AsWritten)
 	require.NoError(t, err)
-	require.Equal(t, "old-pipeline", c.Spec)
-	require.Equal(t, map[string]string{"switches.old_capture_first": "true"}, c.Changes())
-
-	c, err = ParseConfig("old-abr, hold=2s, decrease=25%")
+	require.Nil(t, variantOf(asw).Apply, "as written changes nothing")
+	set, err := jobspec.Parse("threshold=80ms")
 	require.NoError(t, err)
-	require.Equal(t, "old-abr", c.Named.Name)
-	require.Len(t, c.Settings, 2)
-	require.Equal(t, "2s", c.Changes()["controller.hold"])
-	require.Equal(t, "true", c.Changes()["switches.old_abr_single_peaks"])
-
-	c, err = ParseConfig("threshold=80ms")
-	require.NoError(t, err)
-	require.Equal(t, AsWritten, c.Named.Name, "settings alone start from as-written")
-
-	for spec, want := range map[string]string{
-		"":                                "empty configuration",
-		"old-pipelin":                     `unknown configuration "old-pipelin" (did you mean old-pipeline?): configurations are as-written, old-pipeline`,
-		"treshold=80ms":                   `unknown setting "treshold" (did you mean threshold?): settings are threshold, window`,
-		"threshold=80":                    `threshold: 80 is missing a unit: expected a duration`,
-		"threshold=-5ms":                  "threshold: -5ms out of range",
-		"decrease=150%":                   "decrease: 150% out of range",
-		"decrease=0%":                     "decrease: 0% out of range: expected a percentage above 0% up to 100%",
-		"increase=5ms":                    "increase: 5ms has the wrong unit",
-		"hold=1s,old-pipeline":            `"old-pipeline" is not key=value: a configuration's name comes first`,
-		"hold=1s,hold=2s":                 "hold set twice",
-		"encoder=x264":                    `encoder: unknown encoder "x264": expected one of`,
-		"old-pipeline,threshold=1s":       "", // valid to parse; refused when applied to a fixed bitrate
-		"controller=nada":                 `controller: unknown adaptive controller "nada": expected abr or gcc`,
-		"threshold=80ms,controller=gcc":   "controller=gcc comes before the ABR's settings (threshold is set before it)",
-		"encoder=openh264,controller=gcc": "",
-		"frame_sizes=exact":               `frame_sizes: unknown frame sizes "exact": expected one of calibrated, budget`,
-	} {
-		_, err := ParseConfig(spec)
-		if want == "" {
-			require.NoError(t, err, spec)
-			continue
-		}
-		require.ErrorContains(t, err, want, spec)
-	}
-}
-
-func TestConfigApply(t *testing.T) {
-	c, err := ParseConfig("old-pipeline")
-	require.NoError(t, err)
-	sc := scenario(t, "pipeline-encoder-first-fix")
-	require.NoError(t, c.Apply(sc))
-	require.True(t, sc.Switches.OldCaptureFirst)
-	require.NotNil(t, c.Variant().Apply)
-	asw, err := ParseConfig(AsWritten)
-	require.NoError(t, err)
-	require.Nil(t, asw.Variant().Apply, "as written changes nothing")
-
-	c, err = ParseConfig("threshold=80ms,hold=2s,decrease=30%")
-	require.NoError(t, err)
-	require.EqualError(t, c.Apply(scenario(t, "lan-animation")), "threshold applies to the ABR controller, and scenario lan-animation's controller is fixed")
-	sc = scenario(t, "abr-lossy")
-	require.NoError(t, c.Apply(sc))
-	require.Equal(t, 80*time.Millisecond, sc.Controller.Threshold)
-	require.Equal(t, 2*time.Second, sc.Controller.Hold)
-	require.Equal(t, 0.3, sc.Controller.Decrease)
-
-	// Values each fine alone that do not go together are refused by the
-	// scenario's own validation, naming it.
-	c, err = ParseConfig("window=20s,baseline=10s")
-	require.NoError(t, err)
-	require.ErrorContains(t, c.Apply(scenario(t, "abr-lossy")), "baseline >= window")
-
-	c, err = ParseConfig("old-abr")
-	require.NoError(t, err)
-	require.ErrorContains(t, c.Apply(scenario(t, "lan-animation")), "old-abr applies to the ABR controller")
-
-	for _, name := range []string{"relay", "websocket"} {
-		c, err = ParseConfig(name)
-		require.NoError(t, err)
-		for _, scn := range []string{"lan-animation", "path-lan-direct", "path-symmetric-nats"} {
-			sc := scenario(t, scn)
-			require.NoError(t, c.Apply(sc), "%s on %s", name, scn)
-			require.False(t, sc.Path.Plain())
-		}
-	}
-	// frame_sizes sets the library's budget sizes back to the presets'
-	// calibrated ones; a real encoder has none, and takes the library's
-	// budget away when it is swapped in.
-	c, err = ParseConfig("frame_sizes=calibrated")
-	require.NoError(t, err)
-	require.Equal(t, map[string]string{"agent.frame_sizes": "calibrated"}, c.Changes())
-	sc = scenario(t, "lan-animation")
-	require.Equal(t, "budget", sc.Agent.FrameSizes, "the library's defaults")
-	require.NoError(t, c.Apply(sc))
-	require.Equal(t, "calibrated", sc.Agent.FrameSizes)
-	c, err = ParseConfig("encoder=lossless-hextile")
-	require.NoError(t, err)
-	sc = scenario(t, "lan-animation")
-	require.NoError(t, c.Apply(sc), "a real codec on a library scenario")
-	require.Empty(t, sc.Agent.FrameSizes)
-	c, err = ParseConfig("encoder=lossless-tile,frame_sizes=budget")
-	require.NoError(t, err)
-	require.EqualError(t, c.Apply(scenario(t, "lan-animation")), "scenario lan-animation: frame_sizes does not apply to lossless-tile, a real encoder")
-
-	// The controller setting swaps the adaptive kind, keeping the bounds,
-	// and refuses a scenario without an adaptive controller.
-	c, err = ParseConfig("controller=gcc")
-	require.NoError(t, err)
-	require.Equal(t, map[string]string{"controller.kind": "gcc"}, c.Changes())
-	sc = scenario(t, "rmcat-5-1-variable-capacity")
-	require.NoError(t, c.Apply(sc))
-	require.Equal(t, scenarios.Controller{Kind: "gcc", Bitrate: 150_000, Min: 150_000, Max: 1_500_000}, sc.Controller)
-	require.EqualError(t, c.Apply(scenario(t, "lan-animation")),
-		"scenario lan-animation: a fixed controller has no adaptive bitrate to hand to gcc: expected a scenario with controller kind abr or gcc")
-	c, err = ParseConfig("controller=abr,threshold=80ms")
-	require.NoError(t, err)
-	sc = scenario(t, "rmcat-5-1-variable-capacity")
-	sc.Controller, err = sc.Controller.As("gcc")
-	require.NoError(t, err)
-	require.NoError(t, c.Apply(sc), "abr settings after the swap apply to the new ABR")
-	require.Equal(t, "abr", sc.Controller.Kind)
-	require.Equal(t, 80*time.Millisecond, sc.Controller.Threshold)
-
-	c, err = ParseConfig("busy-pc")
-	require.NoError(t, err)
-	sc = scenario(t, "lan-animation")
-	require.NoError(t, c.Apply(sc))
-	require.Equal(t, "busy-pc", sc.Agent.Encoder)
+	require.NotNil(t, variantOf(set).Apply, "settings alone start from as-written and change it")
 }
 
 func TestApplicable(t *testing.T) {
-	c, err := ParseConfig("old-abr")
+	c, err := jobspec.Parse("old-abr")
 	require.NoError(t, err)
-	scs, err := Select("", []string{"lan-animation", "abr-lossy"})
+	scs, err := jobspec.Select("", []string{"lan-animation", "abr-lossy"})
 	require.NoError(t, err)
 	ok, left := Applicable(scs, c)
 	require.Len(t, ok, 1)
@@ -156,62 +36,27 @@ func TestApplicable(t *testing.T) {
 	require.Equal(t, []string{"lan-animation: not applicable: old-abr: old-abr applies to the ABR controller, and scenario lan-animation's controller is fixed"}, left)
 }
 
-func TestParseSeeds(t *testing.T) {
-	s, err := ParseSeeds("1, 2,3")
+// The encoder settings with the presets the lab registers when it is
+// linked (jobspec's own tests run without them): a real encoder has no
+// calibrated frame sizes, and takes the library's budget away when it is
+// swapped in.
+func TestEncoderSettings(t *testing.T) {
+	_, err := jobspec.Parse("encoder=openh264,controller=gcc")
 	require.NoError(t, err)
-	require.Equal(t, []uint64{1, 2, 3}, s)
-	_, err = ParseSeeds("1,x")
-	require.ErrorContains(t, err, `"x" is not a seed`)
-	_, err = ParseSeeds("1,1")
-	require.ErrorContains(t, err, "1 twice")
-	_, err = ParseSeeds(" , ")
-	require.ErrorContains(t, err, "no seed")
-}
-
-func TestSelect(t *testing.T) {
-	scs, err := Select("pipeline", nil)
-	require.NoError(t, err)
-	for _, sc := range scs {
-		require.Contains(t, sc.Groups, "pipeline")
+	scenario := func(name string) *scenarios.Scenario {
+		scs, err := jobspec.Select("", []string{name})
+		require.NoError(t, err)
+		sc := *scs[0]
+		return &sc
 	}
-	_, err = Select("pipelin", nil)
-	require.ErrorContains(t, err, `no group "pipelin" (did you mean pipeline?)`)
-	_, err = Select("", []string{"lan-animaton"})
-	require.ErrorContains(t, err, `no scenario "lan-animaton" in the library (did you mean lan-animation?)`)
-	_, err = Select("lan", []string{"lan-animation"})
-	require.ErrorContains(t, err, "both a group and scenarios")
-	all, err := Select("", nil)
+	c, err := jobspec.Parse("encoder=lossless-hextile")
 	require.NoError(t, err)
-	require.Greater(t, len(all), len(scs))
-}
-
-func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{"old-pipeline", "old-abr,hold=2s", "threshold=80ms,decrease=25%", "encoder=openh264", "x=", ",,", "relay,guard=50%"} {
-		f.Add(s)
-	}
-	lib, err := Select("", []string{"abr-lossy", "lan-animation"})
-	require.NoError(f, err)
-	f.Fuzz(func(t *testing.T, spec string) {
-		c, err := ParseConfig(spec)
-		if err != nil {
-			require.NotEmpty(t, err.Error())
-			return
-		}
-		for _, base := range lib {
-			sc := *base
-			_ = c.Apply(&sc) // refusing is fine; panicking is not
-		}
-		_ = c.Changes()
-	})
-}
-
-func FuzzParseSeeds(f *testing.F) {
-	f.Add("1,2,3")
-	f.Add(" 18446744073709551615 , 0")
-	f.Fuzz(func(t *testing.T, s string) {
-		seeds, err := ParseSeeds(s)
-		if err == nil {
-			require.NotEmpty(t, seeds)
-		}
-	})
+	sc := scenario("lan-animation")
+	require.Equal(t, "budget", sc.Agent.FrameSizes, "the library's defaults")
+	require.NoError(t, c.Apply(sc), "a real codec on a library scenario")
+	require.Equal(t, "lossless-hextile", sc.Agent.Encoder)
+	require.Empty(t, sc.Agent.FrameSizes)
+	c, err = jobspec.Parse("encoder=lossless-tile,frame_sizes=budget")
+	require.NoError(t, err)
+	require.EqualError(t, c.Apply(scenario("lan-animation")), "scenario lan-animation: frame_sizes does not apply to lossless-tile, a real encoder")
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -194,7 +195,7 @@ func seedList(seeds []uint64) string {
 // Applicable splits scenarios into those every configuration applies to
 // and, for the others, a line saying which refused and why: an ABR
 // setting on a fixed bitrate is no session to run, nor a failure.
-func Applicable(scs []*scenarios.Scenario, cfgs ...Config) ([]*scenarios.Scenario, []string) {
+func Applicable(scs []*scenarios.Scenario, cfgs ...jobspec.Config) ([]*scenarios.Scenario, []string) {
 	var ok []*scenarios.Scenario
 	var left []string
 	for _, sc := range scs {
@@ -233,4 +234,13 @@ func NewBaselines(scs []*scenarios.Scenario, sessions []Session, commit string, 
 		}
 	}
 	return out
+}
+
+// variantOf is a configuration as a Plan's variant, labelled by its spec;
+// as-written applies nothing.
+func variantOf(c jobspec.Config) Variant {
+	if c.Named.Name == jobspec.AsWritten && len(c.Settings) == 0 {
+		return Variant{Label: c.Spec}
+	}
+	return Variant{Label: c.Spec, Apply: c.Apply}
 }

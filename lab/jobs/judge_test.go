@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 )
@@ -26,12 +27,12 @@ func fake(name string, seed uint64, lat time.Duration) *result.Run {
 }
 
 func TestJudge(t *testing.T) {
-	scs, err := Select("", []string{"lan-animation", "lan-outage", "busy-pc"})
+	scs, err := jobspec.Select("", []string{"lan-animation", "lan-outage", "busy-pc"})
 	require.NoError(t, err)
 	var base []Session
 	for seed := range uint64(3) {
-		base = append(base, Session{Variant: AsWritten, Scenario: "lan-animation", Seed: seed, Result: fake("lan-animation", seed, 13*time.Millisecond)},
-			Session{Variant: AsWritten, Scenario: "lan-outage", Seed: seed, Result: fake("lan-outage", seed, 26*time.Millisecond)})
+		base = append(base, Session{Variant: jobspec.AsWritten, Scenario: "lan-animation", Seed: seed, Result: fake("lan-animation", seed, 13*time.Millisecond)},
+			Session{Variant: jobspec.AsWritten, Scenario: "lan-outage", Seed: seed, Result: fake("lan-outage", seed, 26*time.Millisecond)})
 	}
 	created := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
 	bl := map[string]*reports.Baseline{}
@@ -128,7 +129,7 @@ func suite2(t *testing.T, path string) *reports.Suite {
 
 func TestCompareReport(t *testing.T) {
 	root := t.TempDir()
-	run, err := Compare(t, CompareOptions{Root: root, A: AsWritten, B: "old-pipeline",
+	run, err := Compare(t, CompareOptions{Root: root, A: jobspec.AsWritten, B: "old-pipeline",
 		Scenarios: []string{"pipeline-encoder-first-fix"}, Seeds: []uint64{1, 2}})
 	require.NoError(t, err)
 	require.Equal(t, "old-pipeline against as-written: worse in 1 scenarios (pipeline-encoder-first-fix: latency.median +10.0 ms, latency.p95 +16.7 ms), better in 0, no different in 0.", run.Verdict())
@@ -144,10 +145,10 @@ func TestCompareReport(t *testing.T) {
 		o    CompareOptions
 		want string
 	}{
-		{CompareOptions{A: AsWritten}, "compare needs two configurations"},
+		{CompareOptions{A: jobspec.AsWritten}, "compare needs two configurations"},
 		{CompareOptions{A: "old-pipeline", B: "old-pipeline"}, "-a and -b are the same configuration"},
-		{CompareOptions{A: AsWritten, B: "old-pipelin"}, "-b: configuration \"old-pipelin\": unknown configuration"},
-		{CompareOptions{A: AsWritten, B: "old-abr", Scenarios: []string{"lan-animation"}}, "no scenario takes both configurations:\nlan-animation: not applicable"},
+		{CompareOptions{A: jobspec.AsWritten, B: "old-pipelin"}, "-b: configuration \"old-pipelin\": unknown configuration"},
+		{CompareOptions{A: jobspec.AsWritten, B: "old-abr", Scenarios: []string{"lan-animation"}}, "no scenario takes both configurations:\nlan-animation: not applicable"},
 	} {
 		c.o.Root = root
 		_, err := Compare(t, c.o)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
 )
@@ -37,7 +38,7 @@ type NightlyOptions struct {
 	// group; a limited run neither prunes baselines nor calls any stale.
 	Scenarios []string
 	Group     string
-	// Config is the configuration to run (ParseConfig); as-written by
+	// Config is the configuration to run (jobspec.Parse); as-written by
 	// default. Another one checks what the nightly would say of a change
 	// (old-pipeline must regress).
 	Config string
@@ -90,13 +91,13 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 		return nil, err
 	}
 	if o.Config == "" {
-		o.Config = AsWritten
+		o.Config = jobspec.AsWritten
 	}
-	cfg, err := ParseConfig(o.Config)
+	cfg, err := jobspec.Parse(o.Config)
 	if err != nil {
 		return nil, err
 	}
-	if o.Accept && (cfg.Named.Name != AsWritten || len(cfg.Settings) > 0) {
+	if o.Accept && (cfg.Named.Name != jobspec.AsWritten || len(cfg.Settings) > 0) {
 		return nil, fmt.Errorf("accepting a baseline under configuration %q: the baseline is the library as written; run -accept without -variant", cfg.Spec)
 	}
 	// The commit is described before the sessions run: it is the source
@@ -108,7 +109,7 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 			"Commit the change first (git status lists it), then accept, and commit testdata/baselines; "+
 			"or, to accept anyway, lab accept -allow-dirty (the baselines then say %s)", ErrDirty, o.Root, commit, commit)
 	}
-	scs, err := Select(o.Group, o.Scenarios)
+	scs, err := jobspec.Select(o.Group, o.Scenarios)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 	}
 
 	began := time.Now()
-	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{cfg.Variant()}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress, Exact: o.Exact})
+	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{variantOf(cfg)}, Seeds: o.Seeds, Parallel: o.Parallel, Progress: o.Progress, Exact: o.Exact})
 	run := &NightlyRun{Sessions: len(sessions), Wall: time.Since(began), Baselines: dir}
 	whole := o.Group == "" && len(o.Scenarios) == 0
 	run.Judgement = Judge(baselines, scs, sessions, whole && len(left) == 0, o.Stats)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -43,8 +44,8 @@ var (
 	flagAccept   = flag.Bool("accept", false, "nightly: write this run's evidence as the new baselines")
 	flagDirty    = flag.Bool("allow-dirty", false, "nightly -accept: accept from a work tree with uncommitted changes (refused otherwise)")
 	flagGroup    = flag.String("group", "", "a group of the library: "+strings.Join(scenarios.Groups, ", "))
-	flagVariant  = flag.String("variant", jobs.AsWritten, "nightly: the configuration to run against the baseline")
-	flagA        = flag.String("a", jobs.AsWritten, "compare: configuration A, the reference")
+	flagVariant  = flag.String("variant", jobspec.AsWritten, "nightly: the configuration to run against the baseline")
+	flagA        = flag.String("a", jobspec.AsWritten, "compare: configuration A, the reference")
 	flagB        = flag.String("b", "", "compare: configuration B, judged against A")
 	flagScenario = flag.String("scenario", "", "scenarios of the library, comma-separated (instead of -group)")
 )
@@ -63,7 +64,7 @@ func seedsAndParallel(t *testing.T) ([]uint64, int) {
 	var seeds []uint64
 	if *flagSeeds != "" {
 		var err error
-		seeds, err = jobs.ParseSeeds(*flagSeeds)
+		seeds, err = jobspec.ParseSeeds(*flagSeeds)
 		require.NoError(t, err, "-seeds")
 	}
 	parallel, err := strconv.Atoi(*flagParallel)

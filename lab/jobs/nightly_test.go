@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/reports"
 )
 
@@ -27,14 +28,14 @@ func TestNightlyFlagsTheOldPipelineEveryTime(t *testing.T) {
 	// than the refresh, so the old pipeline costs it nothing), and a
 	// mobile network whose seeds differ a lot: the noise the unchanged
 	// configuration must not be flagged for.
-	scs, err := Select("", []string{"pipeline-encoder-first-fix", "pipeline-encoder-first-old", "lan-animation", "mobile-spikes"})
+	scs, err := jobspec.Select("", []string{"pipeline-encoder-first-fix", "pipeline-encoder-first-old", "lan-animation", "mobile-spikes"})
 	require.NoError(t, err)
-	asWritten, err := ParseConfig(AsWritten)
+	asWritten, err := jobspec.Parse(jobspec.AsWritten)
 	require.NoError(t, err)
-	oldPipeline, err := ParseConfig("old-pipeline")
+	oldPipeline, err := jobspec.Parse("old-pipeline")
 	require.NoError(t, err)
 
-	base := Run(t, Plan{Scenarios: scs, Variants: []Variant{asWritten.Variant()}, Seeds: []uint64{1, 2, 3}})
+	base := Run(t, Plan{Scenarios: scs, Variants: []Variant{variantOf(asWritten)}, Seeds: []uint64{1, 2, 3}})
 	baselines := map[string]*reports.Baseline{}
 	for _, b := range NewBaselines(scs, base, "", time.Time{}) {
 		baselines[b.Scenario] = b
@@ -47,7 +48,7 @@ func TestNightlyFlagsTheOldPipelineEveryTime(t *testing.T) {
 	for night := range uint64(5) {
 		seeds = append(seeds, 10*(night+1)+1, 10*(night+1)+2, 10*(night+1)+3)
 	}
-	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{asWritten.Variant(), oldPipeline.Variant()}, Seeds: seeds})
+	sessions := Run(t, Plan{Scenarios: scs, Variants: []Variant{variantOf(asWritten), variantOf(oldPipeline)}, Seeds: seeds})
 	t.Logf("%d sessions in %.1f s wall", len(base)+len(sessions), time.Since(began).Seconds())
 
 	var table strings.Builder
@@ -63,7 +64,7 @@ func TestNightlyFlagsTheOldPipelineEveryTime(t *testing.T) {
 			}
 			return Judge(baselines, scs, mine, false, reports.Options{})
 		}
-		same, old := judge(AsWritten), judge("old-pipeline")
+		same, old := judge(jobspec.AsWritten), judge("old-pipeline")
 		require.Empty(t, same.Errors)
 		require.Empty(t, old.Errors)
 		var regressed []string

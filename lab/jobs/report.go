@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/plots"
@@ -152,7 +153,7 @@ func figures(scenario, labelA, labelB string, a, b []reports.Evidence, resultsA,
 }
 
 // nightlyDoc is the nightly's report.
-func nightlyDoc(run *NightlyRun, cfg Config, baselineDir, commit string, began time.Time) *render.Doc {
+func nightlyDoc(run *NightlyRun, cfg jobspec.Config, baselineDir, commit string, began time.Time) *render.Doc {
 	j := run.Judgement
 	regressions, improvements := j.Regressions(), j.Verdicts(reports.Improvement)
 	doc := &render.Doc{Title: fmt.Sprintf("Nightly: %s against the baseline", cfg.Spec)}
@@ -221,7 +222,7 @@ func nightlyDoc(run *NightlyRun, cfg Config, baselineDir, commit string, began t
 	return doc
 }
 
-func changesText(cfg Config) string {
+func changesText(cfg jobspec.Config) string {
 	ch := cfg.Changes()
 	if len(ch) == 0 {
 		return ""

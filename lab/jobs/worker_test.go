@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -82,7 +83,7 @@ func TestWorker(t *testing.T) {
 // duration, seed and expectations.
 func asWritten(t *testing.T, names ...string) []*scenarios.Scenario {
 	t.Helper()
-	scs, err := Select("", names)
+	scs, err := jobspec.Select("", names)
 	require.NoError(t, err)
 	require.Len(t, scs, len(names))
 	return scs

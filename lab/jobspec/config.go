@@ -1,4 +1,10 @@
-package jobs
+// Package jobspec reads what a job of the lab is asked to run: which
+// scenarios of the library (Select: by name or group), under which
+// configuration (Parse: a named one such as old-pipeline, or settings such
+// as threshold=80ms), with which seeds (ParseSeeds). The nightly, compare
+// and lab test take their flags through it. It is parsing only, free of
+// the sessions, so that its parsers are fuzzed without building the lab.
+package jobspec
 
 import (
 	"errors"
@@ -229,10 +235,10 @@ func frameSizes(_, value string) (func(*scenarios.Scenario) error, error) {
 	}, nil
 }
 
-// ParseConfig reads a configuration: a named configuration
+// Parse reads a configuration: a named configuration
 // (NamedConfigs), settings key=value (SettingKeys), or a name followed by
 // settings, separated by commas. Settings alone start from as-written.
-func ParseConfig(spec string) (Config, error) {
+func Parse(spec string) (Config, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Config{}, errors.New("empty configuration: expected a name like old-pipeline, settings like threshold=80ms, or both: old-abr,hold=2s")
@@ -359,14 +365,6 @@ func (c Config) Apply(sc *scenarios.Scenario) error {
 		return fmt.Errorf("scenario %s under %s: %w", sc.Name, c.Spec, err)
 	}
 	return nil
-}
-
-// Variant is the configuration as a Plan's variant, labelled by its spec.
-func (c Config) Variant() Variant {
-	if c.Named.Name == AsWritten && len(c.Settings) == 0 {
-		return Variant{Label: c.Spec}
-	}
-	return Variant{Label: c.Spec, Apply: c.Apply}
 }
 
 // ParseSeeds reads a comma-separated list of seeds ("1,2,3"), refusing
