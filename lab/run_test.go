@@ -438,7 +438,11 @@ func TestRunSameSeedAgrees(t *testing.T) {
 	require.Less(t, rel(sa.Latency.P95, sb.Latency.P95), 0.5, "p95: the tail moves with the losses")
 	require.InDelta(t, sa.Displayed, sb.Displayed, float64(sa.Displayed)*0.03)
 	require.InDelta(t, sa.BitrateMean, sb.BitrateMean, sa.BitrateMean*0.01)
-	require.Equal(t, len(sa.Freezes), len(sb.Freezes))
+	// Freezes are a count of rare events, and native runs of a seed are
+	// judged by the bound rule, not to the frame: within a factor of sqrt
+	// 2, or one freeze apart.
+	fa, fb := float64(len(sa.Freezes)), float64(len(sb.Freezes))
+	require.LessOrEqual(t, math.Abs(fa-fb), max(1, (math.Sqrt2-1)*max(fa, fb)), "freezes")
 	require.InDelta(t, sa.NetworkMedian, sb.NetworkMedian, float64(sa.NetworkMedian)*0.02)
 }
 
