@@ -22,12 +22,18 @@
 // the whole session code) to WebAssembly (GOOS=wasip1) and runs each
 // session in a fresh instance under wazero, a WebAssembly runtime written
 // in Go. There, the Go runtime has one thread and no monitor, so nothing
-// preempts; and the instance's clocks and random source are wazero's
-// deterministic ones (a clock that advances 1 ms per reading, a fixed
-// random stream), so the mutex and select decisions repeat. A fresh
-// instance per session keeps a session independent of those run before
-// it in the same process, which is what makes a shard's sessions the same
-// as the unsharded run's.
+// preempts; the instance's random source is wazero's fixed one, so the
+// select decisions repeat; and its clock moves only when the guest sleeps
+// (never, in a session), so no waiter of a sync.Mutex ever waits the 1 ms
+// that turns the mutex to handing itself over. The guest's garbage
+// collector runs only where the guest asks, before the session and at
+// each CollectEvery of its virtual time with every goroutine of the
+// session blocked, since the collector's work moves the order of
+// goroutines ready at one instant and draws from the runtime's random
+// stream: where it ran would otherwise follow how much the guest
+// allocates. A fresh instance per session keeps a session independent of
+// those run before it in the same process, which is what makes a shard's
+// sessions the same as the unsharded run's.
 //
 // The price is speed: a session runs about 10 times slower than natively
 // (see the sweep's figures in docs/performance.md), and the first use builds the guest
@@ -48,6 +54,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -77,6 +84,35 @@ type Options struct {
 	Log io.Writer
 }
 
+// EnvVar names the environment variable whose NAME=VALUE words, separated
+// by spaces, Open adds to every guest's environment, as a comparison of
+// the guest's settings does:
+//
+//	LATENCYLAB_EXACT_GUEST_ENV=GOGC=50 go run ./cmd/lab test -out out/gogc50 scenarios/library
+//
+// gives the library's results with GOGC=50 given to the guest, which
+// overrides it (guestEnv): the same results, byte for byte.
+const EnvVar = "LATENCYLAB_EXACT_GUEST_ENV"
+
+// CollectEvery is how often, in a session's virtual time, the guest's
+// garbage collector runs; it runs at no other time in a session (see
+// guestEnv and sessionproc.Item.CollectEvery). A second keeps a guest's
+// memory to what a session allocates in a second and costs a collection
+// of the live heap per session second.
+const CollectEvery = time.Second
+
+// guestEnv is what every guest's runtime is told, whatever else it is
+// given (EnvVar, WithEnv). The collector's work draws numbers from the
+// runtime's random stream (its stack scans), the stream that also orders
+// a select's ready cases and the timers due at one instant, and moves the
+// order of goroutines ready at one instant, so where it runs must not
+// depend on what the guest allocates: GOGC=off from the guest's start, so
+// that it runs only where the guest asks (before a session and at each
+// CollectEvery of it: sessionproc.Item.CollectEvery). memprofilerate=0:
+// the heap profile, off, draws nothing on allocation; on, it draws once
+// per 512 KiB allocated.
+var guestEnv = [][2]string{{"GOGC", "off"}, {"GODEBUG", "memprofilerate=0"}}
+
 // Runner runs exact sessions. It is safe for concurrent use: each Run
 // starts its own instance.
 type Runner struct {
@@ -84,14 +120,27 @@ type Runner struct {
 	module  wazero.CompiledModule
 	dir     string // the working directory the guest sees
 	guest   string
+	wasm    [sha256.Size]byte // the guest's WebAssembly's SHA-256
+	env     [][2]string
 }
 
 // Guest names the guest this runner runs: the first 8 bytes, in hex, of
-// the SHA-256 of its WebAssembly. Two runners with the same Guest give the
-// same session the same result; the guest is built with -trimpath, so the
-// name depends on the source and the Go version, not on where the
-// checkout is.
+// the SHA-256 of its WebAssembly and of how it is run (its environment,
+// how often it collects). Two runners with the same Guest give the same
+// session the same result; the guest is built with -trimpath, so the name
+// depends on the source and the Go version, not on where the checkout is.
 func (r *Runner) Guest() string { return r.guest }
+
+// name is Guest's name for r's WebAssembly run with r's environment.
+func (r *Runner) name() string {
+	h := sha256.New()
+	h.Write(r.wasm[:])
+	fmt.Fprintf(h, "collect every %v\n", CollectEvery)
+	for _, kv := range r.env {
+		fmt.Fprintf(h, "%s=%s\n", kv[0], kv[1])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
 
 // Open builds the guest from the module's source, compiles it, and
 // returns a Runner. Close it when done.
@@ -115,6 +164,10 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 		}
 	}
 	began := time.Now()
+	env, err := parseEnv(nil, strings.Fields(os.Getenv(EnvVar)))
+	if err != nil {
+		return nil, err
+	}
 	bin, err := Build(ctx, root)
 	if err != nil {
 		return nil, err
@@ -141,8 +194,37 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 		rt.Close(ctx)
 		return nil, err
 	}
-	sum := sha256.Sum256(bin)
-	return &Runner{runtime: rt, module: mod, dir: dir, guest: hex.EncodeToString(sum[:8])}, nil
+	r := &Runner{runtime: rt, module: mod, dir: dir, wasm: sha256.Sum256(bin), env: env}
+	r.guest = r.name()
+	return r, nil
+}
+
+// WithEnv returns a Runner of the same guest whose instances have more
+// environment, NAME=VALUE each (GOGC=50), after r's: what a test sets to
+// show that something does not move a result. It shares r's compiled
+// guest: close r, not it.
+func (r *Runner) WithEnv(kv ...string) (*Runner, error) {
+	env, err := parseEnv(r.env, kv)
+	if err != nil {
+		return nil, err
+	}
+	c := *r
+	c.env = env
+	c.guest = c.name()
+	return &c, nil
+}
+
+// parseEnv appends the NAME=VALUE words to env.
+func parseEnv(env [][2]string, kvs []string) ([][2]string, error) {
+	env = slices.Clone(env)
+	for _, kv := range kvs {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("exact: guest environment %q: want NAME=VALUE", kv)
+		}
+		env = append(env, [2]string{name, value})
+	}
+	return env, nil
 }
 
 // Build compiles the guest's test binary to WebAssembly from the source
@@ -175,6 +257,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (sessionproc.R
 	if err != nil {
 		return sessionproc.Result{}, err
 	}
+	item.CollectEvery = CollectEvery
 	line, err := jsonLine(item)
 	if err != nil {
 		return sessionproc.Result{}, err
@@ -190,8 +273,25 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (sessionproc.R
 		WithStderr(&stderr).
 		// Scenario files and traces are read where the host has them.
 		WithFSConfig(wazero.NewFSConfig().WithReadOnlyDirMount("/", "/"))
-	// The clocks, sleep and random source stay wazero's deterministic
-	// defaults: that is the point (see the package comment).
+	// The guest's own settings last: wazero keeps the last value of a
+	// name.
+	for _, kv := range slices.Concat(r.env, guestEnv) {
+		cfg = cfg.WithEnv(kv[0], kv[1])
+	}
+	// The random source stays wazero's deterministic default. The clock
+	// is one that only the guest's sleeps move (the runtime sleeps when
+	// it has nothing to run, which a session's bubble never lets happen):
+	// wazero's default advances 1 ms per reading, and a sync.Mutex turns
+	// to handing itself over once a waiter has waited 1 ms, so the
+	// readings in between (the garbage collector's among them) would
+	// decide who takes a lock next. The runtime refuses a clock at 0.
+	now := int64(1)
+	cfg = cfg.WithNanotime(func() int64 { return now }, 1).
+		WithNanosleep(func(ns int64) { now += ns }).
+		WithWalltime(func() (int64, int32) {
+			t := guestEpoch + now
+			return t / 1e9, int32(t % 1e9)
+		}, 1)
 	began := time.Now()
 	mod, err := r.runtime.InstantiateModule(ctx, r.module, cfg)
 	wall := time.Since(began)
@@ -210,6 +310,11 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (sessionproc.R
 	res.Wall = wall
 	return res, nil
 }
+
+// guestEpoch is the guest's wall clock at its start, in nanoseconds since
+// 1970 (wazero's fake clock's, 2022-01-01); the guest's sessions keep
+// their own virtual time.
+const guestEpoch = 1640995200 * int64(time.Second)
 
 // ErrNative: the scenario needs what only a native process has.
 var ErrNative = errors.New("exact: the scenario runs natively only")

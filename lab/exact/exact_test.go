@@ -230,6 +230,54 @@ func TestTrafficSameSeedSameResult(t *testing.T) {
 	require.Equal(t, string(runs[0]), string(runs[1]))
 }
 
+// The guest's collector runs only where the guest asks (before the
+// session, then at whole seconds of its virtual time), so a GOGC given to
+// the guest cannot move a result: pipeline-capture-lock-old, which the
+// guest's GOGC moved while the collector kept its own pace (a median of
+// 141 ms at GOGC=50, 112 ms at 400), gives the same bytes with GOGC at 50
+// and at 400.
+func TestGuestGOGCDoesNotMoveAResult(t *testing.T) {
+	r := open(t)
+	sc := library(t, "pipeline-capture-lock-old")
+	var runs [2][]byte
+	errs := make(chan error, len(runs))
+	for i, gogc := range []string{"GOGC=50", "GOGC=400"} {
+		g, err := r.WithEnv(gogc)
+		require.NoError(t, err)
+		go func() {
+			res, err := g.Run(context.Background(), sc)
+			if err == nil && res.Err != "" {
+				err = errors.New(res.Err)
+			}
+			if err == nil {
+				runs[i], err = json.Marshal(res.Result)
+			}
+			errs <- err
+		}()
+	}
+	for range runs {
+		require.NoError(t, <-errs)
+	}
+	require.Positive(t, len(runs[0]))
+	sameBytes(t, runs[0], runs[1], "GOGC=50 and GOGC=400")
+}
+
+// sameBytes fails where two results part, with what is around it (a
+// whole result is too long to show).
+func sameBytes(t *testing.T, a, b []byte, what string) {
+	t.Helper()
+	if bytes.Equal(a, b) {
+		return
+	}
+	i := 0
+	for i < min(len(a), len(b)) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-200)
+	t.Fatalf("%s: the results part at byte %d of %d and %d:\n%s\n---\n%s", what, i, len(a), len(b),
+		a[from:min(len(a), i+100)], b[from:min(len(b), i+100)])
+}
+
 // A scenario with the real encoder is refused before any instance starts,
 // saying why and where it runs instead.
 func TestRealEncoderRunsNativelyOnly(t *testing.T) {

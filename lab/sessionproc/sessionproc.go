@@ -8,10 +8,13 @@ package sessionproc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"testing/cryptotest"
@@ -35,6 +38,15 @@ type Item struct {
 	// scenario written anew, whose lines are not the file's, and a check
 	// that fails names the line the user wrote.
 	ExpectLines []int `json:"expect_lines,omitempty"`
+	// CollectEvery, when positive, takes the garbage collector's timing
+	// out of the session (lab/exact's guests set it): the collector's own
+	// pacing is off from before the session to its end, and it collects
+	// at each CollectEvery of the session's virtual time, once every
+	// other goroutine of the session is blocked. Where the collector
+	// would otherwise run depends on what the process allocates, and
+	// where it runs moves the order of goroutines ready at one instant
+	// (docs/determinism.md).
+	CollectEvery time.Duration `json:"collect_every_ns,omitempty"`
 }
 
 // Result is the answer for an Item.
@@ -91,7 +103,17 @@ func Run(t *testing.T, item Item) Result {
 	var res Result
 	began := time.Now()
 	cryptotest.SetGlobalRandom(t, sc.Seed)
+	if item.CollectEvery > 0 {
+		// Off, which waits for a collection under way to end; then one
+		// whole collection (its workers made, its sweep done), so that
+		// nothing of the collector's is left to run in the session.
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		runtime.GC()
+	}
 	synctest.Test(t, func(t *testing.T) {
+		if item.CollectEvery > 0 {
+			go collect(t.Context(), item.CollectEvery)
+		}
 		r, err := lab.Run(t.Context(), sc)
 		res.Result = r
 		if err != nil {
@@ -101,6 +123,24 @@ func Run(t *testing.T, item Item) Result {
 	})
 	res.Wall = time.Since(began)
 	return res
+}
+
+// collect runs the garbage collector at each every of the bubble's time,
+// when every other goroutine of the bubble is blocked: at instants and in
+// a state that depend on the session only, not on how much it allocates.
+// It ends with ctx.
+func collect(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		synctest.Wait()
+		runtime.GC()
+	}
 }
 
 // Serve runs the items read from in, one JSON line each, and writes each
