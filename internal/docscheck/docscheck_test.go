@@ -228,8 +228,14 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 	for _, p := range CheckCollectors(collectors, g, timing) {
 		t.Error(p)
 	}
-	t.Logf("%d commands that select by pattern, in %d files; %d subtest patterns run with their subtests filtered out; %d collecting tests run so",
-		sum(perFile), len(perFile), len(probes), len(collectors))
+	run := 0
+	for _, c := range collectors {
+		if !skipMatcher(timing)(c.Name) {
+			run++
+		}
+	}
+	t.Logf("%d commands that select by pattern, in %d files; %d subtest patterns run with their subtests filtered out; %d collecting tests found, %d run so (the others judge real time)",
+		sum(perFile), len(perFile), len(probes), len(collectors), run)
 
 	// A pattern broken in a page is caught, naming the page, the line and
 	// the pattern (the binaries are built: this costs a listing).
@@ -251,6 +257,18 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 		require.Contains(t, got[0], fmt.Sprintf("docs/reproduction.md:%d: ", line))
 		require.Contains(t, got[0], "-run 'Librari/")
 		require.Contains(t, got[0], "selects no test in ./lab")
+	})
+	// The Makefile's jobs commands find their tests with -tags jobs (and
+	// -C lab/jobs), and would not without it.
+	t.Run("a command's tags", func(t *testing.T) {
+		i := slices.IndexFunc(cmds, func(c GoTest) bool { return c.File == "Makefile" && c.Tags == "jobs" && c.Dir == "lab/jobs" })
+		require.GreaterOrEqual(t, i, 0, "the Makefile runs a jobs-tagged test in lab/jobs")
+		c := cmds[i]
+		require.Empty(t, CheckRuns([]GoTest{c}, g, ""))
+		c.Tags = ""
+		ps := CheckRuns([]GoTest{c}, g, "")
+		require.Len(t, ps, 1)
+		require.Contains(t, ps[0].String(), "selects no test in ./lab/jobs")
 	})
 }
 
