@@ -31,9 +31,11 @@
 // session blocked, since the collector's work moves the order of
 // goroutines ready at one instant and draws from the runtime's random
 // stream: where it ran would otherwise follow how much the guest
-// allocates. A fresh instance per session keeps a session independent of
-// those run before it in the same process, which is what makes a shard's
-// sessions the same as the unsharded run's.
+// allocates. It is Go's collector from before green tea, whose mark draws
+// from that stream as often as the heap's layout has it. A fresh instance
+// per session keeps a session independent of those run before it in the
+// same process, which is what makes a shard's sessions the same as the
+// unsharded run's.
 //
 // The price is speed: a session runs about 10 times slower than natively
 // (see the sweep's figures in docs/performance.md), and the first use builds the guest
@@ -239,9 +241,14 @@ func Build(ctx context.Context, root string) ([]byte, error) {
 	out := filepath.Join(tmp, "guest.wasm")
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, GuestPackage)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	// The collector before green tea: green tea's mark draws from the
+	// runtime's random stream each time its queue of spans runs dry, which
+	// follows the heap's layout, so an allocation that decides nothing
+	// moved the select and timer decisions after a collection
+	// (docs/determinism.md).
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOEXPERIMENT=nogreenteagc")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("exact: building the guest (GOOS=wasip1 GOARCH=wasm go test -c -trimpath %s in %s): %w\n%s", GuestPackage, root, err, msg)
+		return nil, fmt.Errorf("exact: building the guest (GOOS=wasip1 GOARCH=wasm GOEXPERIMENT=nogreenteagc go test -c -trimpath %s in %s): %w\n%s", GuestPackage, root, err, msg)
 	}
 	return os.ReadFile(out)
 }
