@@ -226,10 +226,10 @@ func writtenBySubtests(fd *ast.FuncDecl) []string {
 // out (-run '^NAME$/^$'), the state a filter for another test's subtests
 // leaves it in, and returns a problem for each that fails or takes its
 // binary down. The ones that count what ran pass by skipping. The tests
-// leave matches are not run (see CheckRuns).
-func CheckCollectors(cs []Collector, r Runner, leave string) []Problem {
+// o.Leave matches are not run (see RunOptions).
+func CheckCollectors(cs []Collector, r Runner, o RunOptions) []Problem {
 	var ps []Problem
-	left := skipMatcher(leave)
+	left := skipMatcher(o.Leave)
 	for _, c := range cs {
 		if left(c.Name) {
 			continue
@@ -243,4 +243,63 @@ func CheckCollectors(cs []Collector, r Runner, leave string) []Problem {
 		}
 	}
 	return ps
+}
+
+// SubtestRunners returns the top-level tests of the package in dir that
+// run subtests: whose body calls a Run method with a name and a function
+// literal, itself or through the functions of the package's test files
+// (runGroup in lab), by name.
+func SubtestRunners(dir string) (map[string]bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return nil, err
+	}
+	bodies := map[string]*ast.BlockStmt{}
+	for _, p := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Body != nil {
+				bodies[fd.Name.Name] = fd.Body
+			}
+		}
+	}
+	calls := map[string][]string{} // the package's functions each calls
+	runs := map[string]bool{}
+	for name, body := range bodies {
+		ast.Inspect(body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				if _, lit := call.Args[len(call.Args)-1].(*ast.FuncLit); fn.Sel.Name == "Run" && len(call.Args) == 2 && lit {
+					runs[name] = true
+				}
+			case *ast.Ident:
+				if bodies[fn.Name] != nil {
+					calls[name] = append(calls[name], fn.Name)
+				}
+			}
+			return true
+		})
+	}
+	for changed := true; changed; {
+		changed = false
+		for name, callees := range calls {
+			if !runs[name] && slices.ContainsFunc(callees, func(c string) bool { return runs[c] }) {
+				runs[name], changed = true, true
+			}
+		}
+	}
+	out := map[string]bool{}
+	for name := range runs {
+		if isTestName(name) {
+			out[name] = true
+		}
+	}
+	return out, nil
 }

@@ -190,8 +190,10 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 	for _, c := range cmds {
 		if c.selects() {
 			perFile[c.File]++
-			for _, p := range emptied(c.Flags["run"]) {
-				probes[fmt.Sprint(c.Pkgs, p)] = true
+			for _, alt := range splitPattern(c.Flags["run"]) {
+				if len(alt) > 1 {
+					probes[fmt.Sprint(c.Pkgs, alt[:len(alt)-1])] = true
+				}
 			}
 		}
 	}
@@ -218,14 +220,25 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 	require.NoError(t, err)
 	timing := MakeVars(string(makefile))["TIMING_TESTS"]
 	require.Contains(t, timing, "TestEnginesAgree", "the Makefile's timing tests are read")
+	subtests := map[string]map[string]bool{}
+	o := RunOptions{Leave: timing, Subtests: func(pkg, test string) bool {
+		if subtests[pkg] == nil {
+			var err error
+			subtests[pkg], err = SubtestRunners(filepath.Join(root, filepath.FromSlash(pkg)))
+			require.NoError(t, err)
+		}
+		return subtests[pkg][test]
+	}}
 	g := &GoTool{Root: root, Dir: t.TempDir()}
 	require.NoError(t, g.Prepare(cmds, collectors))
-	for _, p := range CheckRuns(cmds, g, timing) {
+	for _, p := range CheckRuns(cmds, g, o) {
 		t.Error(p)
 	}
+	require.True(t, subtests["./lab"]["TestLibrary"], "TestLibrary runs subtests through runGroup: it is found")
+	require.False(t, subtests["./lab"]["TestKernelTraffic"], "TestKernelTraffic runs none")
 	// Every test that keeps what its subtests find, documented or not,
 	// survives a filter that leaves its subtests out.
-	for _, p := range CheckCollectors(collectors, g, timing) {
+	for _, p := range CheckCollectors(collectors, g, o) {
 		t.Error(p)
 	}
 	run := 0
@@ -248,7 +261,7 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 		var got []string
 		for _, c := range GoTests("docs/reproduction.md", broken, nil) {
 			if strings.Contains(c.Flags["run"], "Librari/") {
-				for _, p := range CheckRuns([]GoTest{c}, g, "") {
+				for _, p := range CheckRuns([]GoTest{c}, g, RunOptions{}) {
 					got = append(got, p.String())
 				}
 			}
@@ -264,9 +277,9 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 		i := slices.IndexFunc(cmds, func(c GoTest) bool { return c.File == "Makefile" && c.Tags == "jobs" && c.Dir == "lab/jobs" })
 		require.GreaterOrEqual(t, i, 0, "the Makefile runs a jobs-tagged test in lab/jobs")
 		c := cmds[i]
-		require.Empty(t, CheckRuns([]GoTest{c}, g, ""))
+		require.Empty(t, CheckRuns([]GoTest{c}, g, RunOptions{}))
 		c.Tags = ""
-		ps := CheckRuns([]GoTest{c}, g, "")
+		ps := CheckRuns([]GoTest{c}, g, RunOptions{})
 		require.Len(t, ps, 1)
 		require.Contains(t, ps[0].String(), "selects no test in ./lab/jobs")
 	})
@@ -395,6 +408,14 @@ func TestGoTestsParse(t *testing.T) {
 	require.Equal(t, "^(A|B)$", mk[0].Flags["run"])
 	require.Equal(t, "lab", mk[0].Dir)
 	require.Equal(t, "^(A|B)$", MakeVars(makefile)["PATTERN"])
+
+	// A loop's pattern, made from the source (the Makefile's fuzz stage),
+	// is read past a sed script's parentheses and marked as made.
+	loop := "fuzz:\n\t@for file in $$(grep -rl '^func Fuzz' .); do \\\n\t  for target in $$(sed -n 's/^func \\(Fuzz[A-Za-z0-9_]*\\)(.*/\\1/p' $$file); do \\\n\t    go test -run '^$$' -fuzz \"^$$target$$\" $$(dirname $$file); \\\n\t  done; \\\n\tdone\n"
+	fz := MakeGoTests("Makefile", loop)
+	require.Len(t, fz, 1)
+	require.True(t, fz[0].Generated)
+	require.Equal(t, "^$", fz[0].Flags["run"])
 }
 
 // Patterns split as the testing package splits them, and the patterns
@@ -405,8 +426,12 @@ func TestPatterns(t *testing.T) {
 	require.Equal(t, [][]string{{"Test(Session|Library)Speed$"}}, splitPattern("Test(Session|Library)Speed$"))
 	require.Equal(t, [][]string{{"[/|]x", "y"}}, splitPattern("[/|]x/y"))
 	require.Equal(t, "(?:A)|(?:B)", topLevel("A|B/c"))
-	require.Nil(t, emptied("A|B"))
-	require.Equal(t, []string{"B/^$", "C/^$", "C/d/^$"}, emptied("A|B/c|C/d/e"))
+	tests := func(first string) []string {
+		return map[string][]string{"B": {"TestB"}, "C": {"TestC1", "TestC2"}}[first]
+	}
+	require.Nil(t, emptiedFor("A|B", tests))
+	require.Nil(t, emptiedFor("X/y", tests), "no test runs subtests: nothing to run")
+	require.Equal(t, []string{"^(TestB)$/^$", "^(TestC1|TestC2)$/^$", "^(TestC1|TestC2)$/d/^$"}, emptiedFor("A|B/c|C/d/e", tests))
 }
 
 // fakeRunner lists fixed names and fails the runs a test sets.
@@ -437,8 +462,9 @@ func (f *fakeRunner) Run(_ Build, pkg string, args, _ []string) (string, error) 
 
 // CheckRuns names the command whose pattern selects nothing, and the one
 // whose selected tests crash with their subtests filtered out; a pattern
-// without a subtest part is not run, and a subtest pattern is run once
-// for all the commands that share it.
+// without a subtest part is not run, a subtest pattern is run once for
+// all the commands that share it, and of the tests it selects only those
+// that run subtests and are not left out.
 func TestCheckRuns(t *testing.T) {
 	page := strings.Join([]string{
 		"`go test ./lab -run 'Library/a$' -v`",
@@ -451,13 +477,15 @@ func TestCheckRuns(t *testing.T) {
 	}, "\n\n")
 	f := &fakeRunner{
 		names: map[string][]string{
-			"./lab":   {"TestLibrary", "TestEstimateCountsTheLibrarysPackets", "TestMobile", "BenchmarkSession", "FuzzParseA", "FuzzParseB"},
+			"./lab":   {"TestLibrary", "TestEstimateCountsTheLibrarysPackets", "TestLibraryPlain", "TestLibrarySlow", "TestMobile", "BenchmarkSession", "FuzzParseA", "FuzzParseB"},
 			"./netem": {"TestRate"},
 		},
-		fail: func(_ string, args []string) bool { return slices.Contains(args, "-test.run=Library/^$") },
+		fail: func(_ string, args []string) bool {
+			return slices.Contains(args, "-test.run=^(TestLibrary|TestEstimateCountsTheLibrarysPackets)$/^$")
+		},
 	}
 	var got []string
-	for _, p := range CheckRuns(GoTests("p.md", page, nil), f, "^TestSlow$") {
+	for _, p := range CheckRuns(GoTests("p.md", page, nil), f, RunOptions{Leave: "^TestLibrarySlow$", Subtests: func(_, test string) bool { return test != "TestLibraryPlain" }}) {
 		got = append(got, strings.SplitN(p.String(), "\n", 2)[0])
 	}
 	require.Equal(t, []string{
@@ -465,9 +493,11 @@ func TestCheckRuns(t *testing.T) {
 		"p.md:9: go test ./lab -run '^$' -bench Speed: -bench 'Speed' selects no benchmark in ./lab",
 		"p.md:11: go test ./lab -fuzz Parse: -fuzz 'Parse' selects 2 fuzz tests in ./lab (FuzzParseA, FuzzParseB): go test fuzzes exactly one",
 		"p.md:13: go test ./lab ./netem -run Mobile: -run 'Mobile' selects no test in ./netem",
-		"p.md:1: go test ./lab -run 'Library/a$' -v (and 1 more commands like it): a test it selects does not survive the filter: ./lab's tests with -test.run=Library/^$ -test.count=1 -test.timeout=3m -test.skip=^TestSlow$ failed (exit status 2):",
+		"p.md:1: go test ./lab -run 'Library/a$' -v (and 1 more commands like it): a test it selects does not survive the filter: ./lab's tests with -test.run=^(TestLibrary|TestEstimateCountsTheLibrarysPackets)$/^$ -test.count=1 -test.timeout=3m failed (exit status 2):",
 	}, got)
-	require.Equal(t, []string{"./lab -test.run=Library/^$ -test.count=1 -test.timeout=3m -test.skip=^TestSlow$"}, f.runs)
+	// One run for both commands, of the tests with subtests, the timing
+	// one left out.
+	require.Equal(t, []string{"./lab -test.run=^(TestLibrary|TestEstimateCountsTheLibrarysPackets)$/^$ -test.count=1 -test.timeout=3m"}, f.runs)
 }
 
 // A test whose subtests write a variable it declares outside them is a
@@ -519,7 +549,7 @@ func TestTagged(t *testing.T) {
 
 	f := &fakeRunner{fail: func(_ string, args []string) bool { return slices.Contains(args, "-test.run=^TestTagged$/^$") }}
 	var got []string
-	for _, p := range CheckCollectors(append(cs, Collector{Pkg: "./p", Name: "TestSlow"}), f, "^TestSlow$") {
+	for _, p := range CheckCollectors(append(cs, Collector{Pkg: "./p", Name: "TestSlow"}), f, RunOptions{Leave: "^TestSlow$"}) {
 		got = append(got, strings.SplitN(p.String(), "\n", 2)[0])
 	}
 	require.Equal(t, []string{"p/b_test.go:7: TestTagged keeps what its subtests find (r), and with its subtests filtered out (-test.run=^TestTagged$/^$ -test.count=1 -test.timeout=3m) it failed (exit status 2): count what ran, and skip or fail saying what the filter left out:"}, got)

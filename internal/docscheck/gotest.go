@@ -33,6 +33,10 @@ type GoTest struct {
 	// Unresolved names each part (a flag, "packages") that holds a
 	// variable neither the shell line nor the Makefile defines.
 	Unresolved []string
+	// Generated says that a filter or a package comes from the line's own
+	// loop (the Makefile's fuzz stage runs each fuzz test it finds in
+	// the source): it selects what it was made from.
+	Generated bool
 }
 
 func (c GoTest) where() string { return fmt.Sprintf("%s:%d", c.File, c.Line) }
@@ -76,7 +80,7 @@ func set(names ...string) map[string]bool {
 
 // parseGoTest reads words (a simple shell command) as go test does, or
 // returns false if they are not a go test command. Before go test may
-// come NAME=value words, sudo and time.
+// come NAME=value words, sudo, time and the shell's do, then, else and !.
 func parseGoTest(words []word) (GoTest, bool) {
 	var c GoTest
 	i := 0
@@ -85,7 +89,7 @@ func parseGoTest(words []word) (GoTest, bool) {
 		switch {
 		case envWord.MatchString(w):
 			c.Env = append(c.Env, w)
-		case w == "sudo" || w == "-E" || w == "time":
+		case w == "sudo" || w == "-E" || w == "time" || w == "do" || w == "then" || w == "else" || w == "!":
 		default:
 			goto cmd
 		}
@@ -119,6 +123,7 @@ cmd:
 			if a.unresolved {
 				unresolved["packages"] = true
 			}
+			c.Generated = c.Generated || a.generated
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a.s, "-"), "=")
@@ -145,6 +150,7 @@ cmd:
 				if valueWord.unresolved {
 					unresolved["-"+name] = true
 				}
+				c.Generated = c.Generated || valueWord.generated
 			}
 		case goBoolFlags[name]:
 			if name == "short" && value != "false" {
@@ -169,6 +175,9 @@ var envWord = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 type word struct {
 	s          string
 	unresolved bool
+	// generated says that it held a variable of the line's own loop
+	// (for NAME in ...): a value made when the line runs.
+	generated bool
 }
 
 // shellCommands splits a shell line into its simple commands (at &&, ||,
@@ -179,17 +188,21 @@ func shellCommands(line string, vars map[string]string) [][]word {
 	var cmds [][]word
 	var cur []word
 	var w strings.Builder
-	inWord, unres, skipNext := false, false, false
+	inWord, unres, gen, skipNext := false, false, false, false
+	loops := map[string]bool{}
+	for _, m := range loopVar.FindAllStringSubmatch(line, -1) {
+		loops[m[1]] = true
+	}
 	endWord := func() {
 		if inWord {
 			if skipNext {
 				skipNext = false
 			} else {
-				cur = append(cur, word{w.String(), unres})
+				cur = append(cur, word{w.String(), unres && !gen, gen})
 			}
 		}
 		w.Reset()
-		inWord, unres = false, false
+		inWord, unres, gen = false, false, false
 	}
 	endCmd := func() {
 		endWord()
@@ -212,14 +225,23 @@ func shellCommands(line string, vars map[string]string) [][]word {
 			}
 			name, n = rest[1:end], end+1
 		case strings.HasPrefix(rest, "("):
-			depth, end := 0, -1
-			for k, r := range rest {
-				if r == '(' {
+			// The matching parenthesis, quoted text skipped.
+			depth, end, quote := 0, -1, byte(0)
+			for k := 0; k < len(rest) && end < 0; k++ {
+				switch r := rest[k]; {
+				case quote != 0:
+					if r == quote {
+						quote = 0
+					}
+				case r == '\'' || r == '"':
+					quote = r
+				case r == '\\':
+					k++
+				case r == '(':
 					depth++
-				} else if r == ')' {
+				case r == ')':
 					if depth--; depth == 0 {
 						end = k
-						break
 					}
 				}
 			}
@@ -233,6 +255,9 @@ func shellCommands(line string, vars map[string]string) [][]word {
 				return "$", true, i + 1, false // a literal dollar
 			}
 			name, n = m, len(m)
+		}
+		if loops[name] {
+			gen = true
 		}
 		v, ok := vars[name]
 		return v, ok, i + 1 + n, true
@@ -338,7 +363,10 @@ func shellCommands(line string, vars map[string]string) [][]word {
 	return cmds
 }
 
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*`)
+var (
+	varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*`)
+	loopVar = regexp.MustCompile(`\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b`)
+)
 
 func allDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
@@ -661,18 +689,4 @@ func topLevel(pattern string) string {
 		firsts = append(firsts, "(?:"+alt[0]+")")
 	}
 	return strings.Join(firsts, "|")
-}
-
-// emptied returns the patterns that run what pattern selects with its
-// subtests filtered out, level by level: for 'A/B/C', 'A/^$' and 'A/B/^$'
-// (no subtest's name is empty). An alternative without a subtest part
-// runs its tests whole and is left out; nil if none has one.
-func emptied(pattern string) []string {
-	var out []string
-	for _, alt := range splitPattern(pattern) {
-		for k := 1; k < len(alt); k++ {
-			out = append(out, strings.Join(append(slices.Clone(alt[:k]), "^$"), "/"))
-		}
-	}
-	return out
 }

@@ -71,11 +71,9 @@ type Runner interface {
 //     others is not tried: the tests that collect results count what ran
 //     (lab/estimate_packets_test.go), which covers both.
 //
-// The top-level tests leave matches (a -skip pattern) are left out of
-// those runs: the tests that judge real time, whose parents first measure
-// how late the machine's timers are and fail a busy machine, which would
-// blame the docs for the load.
-func CheckRuns(cmds []GoTest, r Runner, leave string) []Problem {
+// Only the selected tests that run subtests are run so (o.Subtests): the
+// others run the same whatever the subtest part.
+func CheckRuns(cmds []GoTest, r Runner, o RunOptions) []Problem {
 	var ps []Problem
 	add := func(c GoTest, format string, args ...any) {
 		ps = append(ps, Problem{c.where(), c.Text + ": " + fmt.Sprintf(format, args...)})
@@ -175,9 +173,18 @@ func CheckRuns(cmds []GoTest, r Runner, leave string) []Problem {
 			if len(listed[pkg]) == 0 {
 				continue
 			}
-			for _, p := range emptied(run) {
+			for _, p := range emptiedFor(run, func(first string) []string {
+				var names []string
+				left := skipMatcher(o.Leave)
+				for _, n := range list(pkg, first) {
+					if slices.Contains(listed[pkg], n) && !left(n) && (o.Subtests == nil || o.Subtests(pkg, n)) {
+						names = append(names, n)
+					}
+				}
+				return names
+			}) {
 				args := []string{"-test.run=" + p, "-test.count=1", "-test.timeout=3m"}
-				if s := joinSkips(c.Flags["skip"], leave); s != "" {
+				if s := c.Flags["skip"]; s != "" {
 					args = append(args, "-test.skip="+s)
 				}
 				if c.Short {
@@ -215,12 +222,37 @@ func CheckRuns(cmds []GoTest, r Runner, leave string) []Problem {
 	return ps
 }
 
-// joinSkips is one -skip pattern that skips what either does.
-func joinSkips(a, b string) string {
-	if a == "" || b == "" {
-		return a + b
+// RunOptions says which tests CheckRuns and CheckCollectors run.
+type RunOptions struct {
+	// Leave (a -skip pattern) matches the top-level tests left out of the
+	// runs: the tests that judge real time, whose parents first measure
+	// how late the machine's timers are and fail a busy machine, which
+	// would blame the docs for the load.
+	Leave string
+	// Subtests says whether a package's top-level test runs subtests
+	// (nil: assume every test does).
+	Subtests func(pkg, test string) bool
+}
+
+// emptiedFor is emptied with each alternative's first element replaced by
+// the names tests(first) returns, anchored (none: the alternative is not
+// run).
+func emptiedFor(pattern string, tests func(first string) []string) []string {
+	var out []string
+	for _, alt := range splitPattern(pattern) {
+		if len(alt) < 2 {
+			continue
+		}
+		names := tests(alt[0])
+		if len(names) == 0 {
+			continue
+		}
+		for k := 1; k < len(alt); k++ {
+			elems := append([]string{"^(" + strings.Join(names, "|") + ")$"}, alt[1:k]...)
+			out = append(out, strings.Join(append(elems, "^$"), "/"))
+		}
 	}
-	return a + "|" + b
+	return out
 }
 
 // skipMatcher says whether a -skip pattern skips a top-level test
@@ -258,8 +290,12 @@ func tail(s string, n int) string {
 }
 
 // selects says whether the command picks tests, benchmarks or a fuzz
-// test by a pattern; -run '^$' alone compiles the tests and runs none.
+// test by a pattern the docs wrote; -run '^$' alone compiles the tests
+// and runs none.
 func (c GoTest) selects() bool {
+	if c.Generated {
+		return false // made from what it selects
+	}
 	run, hasRun := c.Flags["run"]
 	_, hasBench := c.Flags["bench"]
 	_, hasFuzz := c.Flags["fuzz"]
