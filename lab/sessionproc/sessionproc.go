@@ -128,7 +128,8 @@ func Run(t *testing.T, item Item) Result {
 // collect runs the garbage collector at each every of the bubble's time,
 // when every other goroutine of the bubble is blocked: at instants and in
 // a state that depend on the session only, not on how much it allocates.
-// It ends with ctx.
+// It ends with ctx. (A bubble has one synctest.Wait at a time: a
+// session's own code must not wait so.)
 func collect(ctx context.Context, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
