@@ -25,12 +25,20 @@ test: vet unit race fuzz
 .PHONY: vet unit race fuzz
 
 # The jobs tag holds the entry points of make nightly and make sweep (and
-# lab nightly, compare, sweep): vet type-checks them, test compiles them.
-# Without cgo, OpenH264's binding is a stub (agent/encoder/openh264): the
-# build that the exact mode's WebAssembly and a machine without a C
-# compiler make must still type-check.
+# lab nightly, compare, sweep) in lab/jobs, and a check of the docs'
+# jobs commands: vet type-checks them, test compiles them (JOBS_PKGS, the
+# only packages with jobs-tagged files). Without cgo, OpenH264's binding
+# is a stub (agent/encoder/openh264), the only package with cgo: the build
+# that the exact mode's WebAssembly and a machine without a C compiler
+# make must still type-check. The stub is vetted without cgo, and
+# TestStubDeclaresTheBindingsAPI holds its exported API to the binding's,
+# so that every importer builds with either; vetting the whole tree
+# without cgo rebuilt every package (net and all above it) for nothing
+# else. The exact mode's tests build the lab for WebAssembly, without cgo,
+# in make unit.
+JOBS_PKGS = ./lab/jobs ./internal/docscheck
 vet:
-	go vet ./... && go vet -tags jobs ./... && CGO_ENABLED=0 go vet ./...
+	go vet ./... && go vet -tags jobs $(JOBS_PKGS) && CGO_ENABLED=0 go vet ./agent/encoder/openh264/...
 # The tests that judge real time (delays, rates and latencies through real
 # sockets, kernel links and VNC servers against their bounds) measure the
 # machine as well as the lab: on 2 cores shared with other test binaries
