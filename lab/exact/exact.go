@@ -239,6 +239,7 @@ func Build(ctx context.Context, root string) ([]byte, error) {
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "guest.wasm")
+	defer lockBuild()()
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, GuestPackage)
 	cmd.Dir = root
 	// The collector before green tea: green tea's mark draws from the
