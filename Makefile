@@ -47,8 +47,13 @@ vet:
 TIMING_NAMES = TestEnginesAgree|TestTrafficRealTime|TestShellMeasures|TestRunKernelTraffic|TestIperf3MatchesBulk|TestHostPairReachesHostServers|TestRunQUICCell|TestX11vncLatency
 TIMING_TESTS = ^($(TIMING_NAMES))$$
 TIMING_PKGS = ./lab ./cmd/lab ./netem/kernel ./lab/ccgrid ./lab/vnc
+# The docs' check that runs every documented go test command's pattern
+# (internal/docscheck) builds the test binaries of the packages they name:
+# run beside them, it compiled the same packages as their own tests at the
+# same time, with nothing yet in the cache; after them it only links.
+DOCS_RUN = TestDocumentedTestCommandsRun
 unit:
-	go test -skip '$(TIMING_TESTS)' ./... && go test -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test -tags jobs -run '^$$' ./lab/jobs
+	go test -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' ./... && go test -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test -run '^$(DOCS_RUN)$$' ./internal/docscheck && go test -tags jobs -run '^$$' ./lab/jobs
 
 # The race detector over the packages where goroutines meet outside a
 # synctest bubble's single-threaded replay: netem (links, the real-time
