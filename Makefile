@@ -19,8 +19,9 @@ readme:
 
 # test is the tests exactly as CI runs them (.ci/run): vet (the jobs-tagged
 # files too), every test, the race detector over the concurrent packages and
-# every fuzz target for 2000 inputs. 12 minutes on 2 cores from a clean
-# clone with empty caches; go test ./... alone is the quick part (a minute, warm).
+# every fuzz target for 2000 inputs. 22 minutes on 2 cores from a clean
+# clone with empty caches (vet 208 s, unit 717 s, race 259 s, fuzz 126 s);
+# go test ./... alone is the quick part.
 test: vet unit race fuzz
 .PHONY: vet unit race fuzz
 
