@@ -22,6 +22,9 @@ func TestParsePhase(t *testing.T) {
 	_, err = ParsePhase([]byte("delay: 50ms\nloss: 2 percent\n"))
 	require.ErrorContains(t, err, "line 2: loss")
 	require.NotContains(t, err.Error(), "network.both")
+	// Not the last line, which a syntax error at the end clamps to.
+	_, err = ParsePhase([]byte("loss: 2 percent\ndelay: 50ms\n"))
+	require.ErrorContains(t, err, "line 1: loss")
 
 	_, err = ParsePhase([]byte("- {delay: 1ms}\n- {at: 500ms, delay: 2ms}\n"))
 	require.ErrorContains(t, err, "expected one phase")
