@@ -412,13 +412,26 @@ func (g *GoTool) buildGroup(b Build, grp []string) error {
 	return nil
 }
 
-func (g *GoTool) remember(key string, v []string) {
+// memo returns what compute gave for key the first time it succeeded:
+// go list and -test.list answers are asked once per build and pattern.
+func (g *GoTool) memo(key string, compute func() ([]string, error)) ([]string, error) {
+	g.mu.Lock()
+	v, ok := g.lists[key]
+	g.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := compute()
+	if err != nil {
+		return nil, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.lists == nil {
 		g.lists = map[string][]string{}
 	}
 	g.lists[key] = v
+	return v, nil
 }
 
 func binKey(b Build, pkg string) string { return b.Tags + "\x00" + b.Env + "\x00" + pkg }
@@ -456,19 +469,7 @@ func (g *GoTool) Packages(b Build, patterns []string) ([]string, error) {
 }
 
 func (g *GoTool) expand(b Build, pattern string) ([]string, error) {
-	key := binKey(b, pattern)
-	g.mu.Lock()
-	pkgs, ok := g.lists[key]
-	g.mu.Unlock()
-	if ok {
-		return pkgs, nil
-	}
-	pkgs, err := g.goList(b, pattern)
-	if err != nil {
-		return nil, err
-	}
-	g.remember(key, pkgs)
-	return pkgs, nil
+	return g.memo(binKey(b, pattern), func() ([]string, error) { return g.goList(b, pattern) })
 }
 
 func (g *GoTool) goList(b Build, patterns ...string) ([]string, error) {
@@ -499,28 +500,23 @@ func (g *GoTool) goList(b Build, patterns ...string) ([]string, error) {
 // List implements Runner: the binary's -test.list, once per build,
 // package and pattern.
 func (g *GoTool) List(b Build, pkg, pattern string) ([]string, error) {
-	key := binKey(b, pkg) + "\x00" + pattern
-	g.mu.Lock()
-	names, ok := g.lists[key]
-	g.mu.Unlock()
-	if ok {
-		return names, nil
-	}
-	bin, err := g.binary(b, pkg)
-	if err != nil || bin == "" {
-		return nil, err
-	}
-	out, err := g.Run(b, pkg, []string{"-test.list", pattern}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%v\n%s", err, tail(out, 10))
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if testName.MatchString(l) {
-			names = append(names, l)
+	return g.memo(binKey(b, pkg)+"\x00"+pattern, func() ([]string, error) {
+		bin, err := g.binary(b, pkg)
+		if err != nil || bin == "" {
+			return nil, err
 		}
-	}
-	g.remember(key, names)
-	return names, nil
+		out, err := g.Run(b, pkg, []string{"-test.list", pattern}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%v\n%s", err, tail(out, 10))
+		}
+		var names []string
+		for _, l := range strings.Split(out, "\n") {
+			if testName.MatchString(l) {
+				names = append(names, l)
+			}
+		}
+		return names, nil
+	})
 }
 
 var testName = regexp.MustCompile(`^(Test|Benchmark|Fuzz|Example)[A-Za-z0-9_]*$`)
