@@ -1,11 +1,11 @@
 // Package sweep owns the ABR parameter sweep of the reports: a
-// grid over the ABR's parameters (finding N10: threshold, decrease,
+// grid (package grid) over the ABR's parameters (finding N10: threshold, decrease,
 // increase, hold, and the sustain and close of N10/N14), run over a set of
 // scenarios, measured per point and scenario, and summed up in a table and
 // a Pareto plot of latency against bitrate and quality.
 //
 // A large sweep spreads over machines: each machine runs one shard of the
-// points (Shard) and writes a part file (Part, schema PartSchema); Merge
+// points (grid.Shard) and writes a part file (Part, schema PartSchema); Merge
 // checks that the parts belong to one grid and cover it exactly once, and
 // gives the same Table as one unsharded run, because every figure of the
 // table is computed from the per-session measurements the parts record,
