@@ -29,16 +29,14 @@ RUN go mod download
 COPY . .
 RUN go build -o /usr/local/bin/lab ./cmd/lab
 
-# The build cache, warm for what lab sweep builds: the jobs' test binary
-# (lab/jobs, tag jobs) and the exact sessions' guest, built as lab/exact's
-# Build does (GOOS=wasip1, -trimpath). Only the link is left for a shard.
-RUN go test -tags jobs -run '^$' ./lab/jobs \
- && GOOS=wasip1 GOARCH=wasm go test -c -trimpath -o /dev/null ./lab/sessionproc/guest
-
-# The guest compiled to machine code by wazero, cached in
-# /root/.cache/latencylab/exact: a one-point sweep of a 2 s scenario fills
-# it (11 s of compiling saved per shard) and checks that the image runs a
-# session. A node whose CPU differs from the build machine's may compile
-# again; the sessions' results do not depend on it.
+# The caches, warm for what a shard builds and compiles, filled by a
+# one-point sweep of a 2 s scenario, which also checks that the image runs
+# a session: the jobs' test binary (lab/jobs, tag jobs) and the exact
+# sessions' guest, each built as the lab builds it and kept in
+# /root/.cache/latencylab/testbin (internal/testbin: a shard finds them up
+# to date and links nothing), and the guest compiled to machine code by
+# wazero, in /root/.cache/latencylab/exact (11 s of compiling saved per
+# shard). A node whose CPU differs from the build machine's may compile
+# the guest again; the sessions' results do not depend on it.
 RUN lab sweep -scenarios abr-lossy -threshold 60ms -seeds 1 -warmup 1s -duration 2s -out /tmp/warm \
  && rm -rf /tmp/warm

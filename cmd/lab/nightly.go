@@ -197,21 +197,35 @@ func jobCommand(name, test string, jobArgs []string) ([]string, error) {
 		"-run", "^" + test + "$", "-count=1", "-timeout", "0", "-args"}, jobArgs...), nil
 }
 
-// goTest runs go with args, its output streamed.
+// goTest runs a job's go test command (test -C DIR ... -args ...), its
+// output streamed: built with go test -c and run as go test would run it
+// (jobRun says why); any other go command as given.
 func goTest(name string, args []string, stdout, stderr io.Writer) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("%s: the go command is not on PATH (%w): the lab runs its sessions under go test, "+
 			"since virtual time needs testing/synctest; install Go 1.26 or add it to PATH", name, err)
 	}
+	if j, err := parseJobRun(args); err == nil {
+		err = j.run(stdout, stderr)
+		if errors.Is(err, errJobBuild) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return fmt.Errorf("%s: the job failed (%w): the regressions or failed sessions are above", name, err)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	} else if len(args) > 0 && args[0] == "test" {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	cmd := exec.Command(goBin, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return fmt.Errorf("%s: go test failed (%w): the regressions, failed sessions or build errors are above", name, err)
-		}
-		return fmt.Errorf("%s: go test: %w", name, err)
+		return fmt.Errorf("%s: go %s: %w", name, strings.Join(args, " "), err)
 	}
 	return nil
 }

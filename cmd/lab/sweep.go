@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/nuvirahub/latencylab/lab/sweep"
@@ -27,17 +26,7 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("sweep: the go command is not on PATH (%w): the sweep runs its sessions under go test, "+
-			"since virtual time needs testing/synctest; install Go 1.26 or add it to PATH", err)
-	}
-	cmd := exec.Command(goBin, goArgs...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("sweep: go test: %w", err)
-	}
-	return nil
+	return goTest("sweep", goArgs, stdout, stderr)
 }
 
 // sweepCommand checks the sweep's flags and returns go's arguments. The

@@ -4,13 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/internal/modroot"
-	"github.com/nuvirahub/latencylab/lab/exact"
 )
 
 // The image (the repository's Dockerfile) is what the manifests expect:
@@ -44,13 +44,12 @@ func TestDockerfile(t *testing.T) {
 	has("COPY . .")
 	has("RUN go build -o /usr/local/bin/lab ./cmd/lab")
 
-	// The guest warmed as lab/exact's Build compiles it: if Build's command
-	// changes, so must the Dockerfile's, or every shard compiles it again.
-	exactGo, err := os.ReadFile(filepath.Join(root, "lab", "exact", "exact.go"))
-	require.NoError(t, err)
-	require.Contains(t, string(exactGo), `exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, GuestPackage)`)
-	require.Contains(t, string(exactGo), `"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0"`)
-	has("RUN go test -tags jobs -run '^$' ./lab/jobs && GOOS=wasip1 GOARCH=wasm go test -c -trimpath -o /dev/null " + exact.GuestPackage)
+	// The caches warmed by a session run as a shard runs one, so that what
+	// is warmed is what a shard builds, whatever flags the lab builds with.
+	has("RUN lab sweep -scenarios abr-lossy -threshold 60ms -seeds 1 -warmup 1s -duration 2s -out /tmp/warm && rm -rf /tmp/warm")
+	require.Less(t, slices.Index(lines, "RUN go build -o /usr/local/bin/lab ./cmd/lab"),
+		slices.Index(lines, "RUN lab sweep -scenarios abr-lossy -threshold 60ms -seeds 1 -warmup 1s -duration 2s -out /tmp/warm && rm -rf /tmp/warm"),
+		"lab is built before the warm sweep runs it")
 
 	ignore, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
 	require.NoError(t, err)

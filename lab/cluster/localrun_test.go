@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,42 @@ import (
 	"github.com/nuvirahub/latencylab/internal/modroot"
 	"github.com/nuvirahub/latencylab/lab/sweep"
 )
+
+// labBinary is lab built from the module's source in root, once for the
+// package's tests (a link takes seconds), in a folder removed when the
+// last test that asked for it is done.
+func labBinary(t *testing.T, root string) string {
+	t.Helper()
+	built.once.Do(func() {
+		began := time.Now()
+		built.dir, built.err = os.MkdirTemp("", "cluster-lab-")
+		if built.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(built.dir, "lab"), "./cmd/lab")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/lab: %w\n%s", err, out)
+		}
+		t.Logf("lab built in %s", time.Since(began).Round(100*time.Millisecond))
+	})
+	require.NoError(t, built.err)
+	return built.dir
+}
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
 
 // requireJobTools fails the test when go or sh is missing: the local runs
 // run the Jobs' commands with them.
@@ -45,30 +83,34 @@ func TestLocalRunOfTheSweepJobs(t *testing.T) {
 	jobs, _ := objects(t)
 	shards, merge := jobs[shardsJob], jobs[mergeJob]
 
-	bin := t.TempDir()
-	began := time.Now()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "lab"), "./cmd/lab")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/lab: %s", out)
-	t.Logf("lab built in %s", time.Since(began).Round(100*time.Millisecond))
+	bin := labBinary(t, root)
 
 	state := t.TempDir()
 	// run runs a Job's container as the pod would: its command, its
 	// environment with GRID and STATE pointed here, lab first on PATH.
+	// It runs on the test's goroutine and on others (the indexes): it
+	// reports a failure with Errorf, which both may call.
 	run := func(j *batchv1.Job, extra ...string) string {
 		t.Helper()
 		cmd := podCommand(t, j, root, bin, map[string]string{"STATE": state, "GRID": grid}, extra...)
 		began := time.Now()
 		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "job %s %v: %s", j.Name, extra, out)
+		if err != nil {
+			t.Errorf("job %s %v: %v\n%s", j.Name, extra, err, out)
+		}
 		t.Logf("job %s %v: %s", j.Name, extra, time.Since(began).Round(100*time.Millisecond))
 		return string(out)
 	}
 
+	// The indexes run at once, as a cluster's pods do.
 	n := int(*shards.Spec.Completions)
+	var wg sync.WaitGroup
 	for i := range n {
-		run(shards, "JOB_COMPLETION_INDEX="+strconv.Itoa(i))
+		wg.Go(func() { run(shards, "JOB_COMPLETION_INDEX="+strconv.Itoa(i)) })
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	parts, err := filepath.Glob(filepath.Join(state, "parts", "*.json"))
 	require.NoError(t, err)
@@ -86,10 +128,10 @@ func TestLocalRunOfTheSweepJobs(t *testing.T) {
 	require.Contains(t, merged, "merged "+strconv.Itoa(n)+" part(s): 3 points, 3 sessions")
 
 	whole := filepath.Join(t.TempDir(), "whole")
-	began = time.Now()
+	began := time.Now()
 	cmd := exec.Command(filepath.Join(bin, "lab"), "sweep", "-grid", grid, "-shard", "1/1", "-out", whole)
 	cmd.Dir = root
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the unsharded sweep: %s", out)
 	t.Logf("unsharded sweep: %s", time.Since(began).Round(100*time.Millisecond))
 

@@ -36,11 +36,7 @@ func TestLocalRunOfTheTuneJobs(t *testing.T) {
 	root, err := modroot.Find()
 	require.NoError(t, err)
 	jobs, _ := objects(t)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "lab"), "./cmd/lab")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/lab: %s", out)
+	bin := labBinary(t, root)
 
 	state := t.TempDir()
 	run := func(j *batchv1.Job, extra ...string) string {
@@ -85,7 +81,7 @@ func TestLocalRunOfTheTuneJobs(t *testing.T) {
 	cmd := exec.Command(filepath.Join(bin, "lab"), append([]string{"tune", "-state", whole}, tinyTune...)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "lab tune, unsharded: %s", out)
 	t.Logf("the same tune unsharded: %s", time.Since(began).Round(100*time.Millisecond))
 

@@ -53,7 +53,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,6 +63,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
+	"github.com/nuvirahub/latencylab/internal/testbin"
 	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/lab/sessionproc/guest"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -230,28 +230,25 @@ func parseEnv(env [][2]string, kvs []string) ([][2]string, error) {
 }
 
 // Build compiles the guest's test binary to WebAssembly from the source
-// in root and returns it. The go command's build cache makes a rebuild of
-// unchanged source quick.
+// in root and returns it. internal/testbin keeps it between runs and links
+// it again only when its source changed; builds of it take turns on this
+// machine, so that the test binaries go test ./... runs side by side
+// (lab, lab/exact, lab/jobs, cmd/lab, lab/cluster, ...) do not each compile
+// the whole lab to WebAssembly at once: the first builds, and the others
+// find it built.
 func Build(ctx context.Context, root string) ([]byte, error) {
-	tmp, err := os.MkdirTemp("", "latencylab-guest-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, "guest.wasm")
-	defer lockBuild()()
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, GuestPackage)
-	cmd.Dir = root
 	// The collector before green tea: green tea's mark draws from the
 	// runtime's random stream each time its queue of spans runs dry, which
 	// follows the heap's layout, so an allocation that decides nothing
 	// moved the select and timer decisions after a collection
 	// (docs/determinism.md).
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOEXPERIMENT=nogreenteagc")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("exact: building the guest (GOOS=wasip1 GOARCH=wasm GOEXPERIMENT=nogreenteagc go test -c -trimpath %s in %s): %w\n%s", GuestPackage, root, err, msg)
+	env := []string{"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOEXPERIMENT=nogreenteagc"}
+	bin, remove, err := testbin.Build(ctx, filepath.Join(root, filepath.FromSlash(GuestPackage)), []string{"-trimpath"}, env, testbin.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("exact: building the guest (GOOS=wasip1 GOARCH=wasm GOEXPERIMENT=nogreenteagc go test -c -trimpath %s in %s): %w", GuestPackage, root, err)
 	}
-	return os.ReadFile(out)
+	defer remove()
+	return os.ReadFile(bin)
 }
 
 // Run runs one session in a fresh instance and returns its result, with

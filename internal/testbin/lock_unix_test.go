@@ -1,6 +1,6 @@
 //go:build unix
 
-package exact
+package testbin
 
 import (
 	"os"
@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// While one guest build holds the lock, another cannot take it; once it
+// While one build holds a binary's lock, another cannot take it; once it
 // is released, another can.
-func TestGuestBuildsTakeTurns(t *testing.T) {
-	unlock := lockBuild()
-	other, err := os.Open(filepath.Join(os.TempDir(), "latencylab-guest-build.lock"))
+func TestBuildsTakeTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	unlock := lock(path)
+	other, err := os.Open(path)
 	require.NoError(t, err)
 	defer other.Close()
 	require.ErrorIs(t, syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK, "a second build took the lock while the first held it")
