@@ -53,8 +53,17 @@ TIMING_PKGS = ./lab ./cmd/lab ./netem/kernel ./lab/ccgrid ./lab/vnc
 # run beside them, it compiled the same packages as their own tests at the
 # same time, with nothing yet in the cache; after them it only links.
 DOCS_RUN = TestDocumentedTestCommandsRun
+# The packages the race detector covers (RACE_PKGS) run their tests under
+# it alone, in make race, all but RACE_SKIP's; unit runs none of theirs but
+# those race leaves out (the exact sessions; the timing tests run with the
+# others below) and TestShellTraffic, whose figures are judged only without
+# the detector: running all of them twice cost their run again (warm:
+# netem/kernel's 20 s, cmd/lab's 17 s beside RACE_LEFT's 11.5 s).
+RACE_LEFT = TestLabTest|TestLabTestOwnTraceSegment|TestShellTraffic
+MODULE = github.com/nuvirahub/latencylab
+UNIT_PKGS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(RACE_PKGS)),$(shell go list ./...))
 unit:
-	go test -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' ./... && go test -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test -run '^$(DOCS_RUN)$$' ./internal/docscheck && go test -tags jobs -run '^$$' ./lab/jobs
+	go test -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS) && go test -run '^($(RACE_LEFT))$$' ./cmd/lab && go test -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test -run '^$(DOCS_RUN)$$' ./internal/docscheck && go test -tags jobs -run '^$$' ./lab/jobs
 
 # The race detector over the packages where goroutines meet outside a
 # synctest bubble's single-threaded replay: netem (links, the real-time
@@ -73,7 +82,7 @@ RACE_PKGS = ./netem ./netem/relay ./netem/nat ./netem/kernel ./internal/connect 
 # then measure the detector); the code they drive in real time runs under
 # it in the other tests of the same packages (TestShellTraffic,
 # TestKernelTraffic, TestRealTimeSession, netem's proxy). The race run
-# leaves both out: 59 s of a clean CI run.
+# leaves both out (59 s of a clean CI run); make unit runs them.
 RACE_SKIP = ^(TestLabTest|TestLabTestOwnTraceSegment|$(TIMING_NAMES))$$
 race:
 	go test -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
@@ -83,15 +92,32 @@ race:
 # one target per call as go test requires. The budget is a count of inputs,
 # not a duration: with a duration, Go 1.26's fuzzing coordinator can report
 # "context deadline exceeded" as a failure when the deadline meets a busy
-# worker (fixed in Go 1.27). 2000 inputs take 0.5-8 s a target here.
+# worker (fixed in Go 1.27). 2000 inputs take 0.5-8 s a target here. Almost
+# all of the stage is building: every package a fuzzed test imports, the
+# standard library too, compiled again with coverage instrumentation, then
+# a link per target. The first package (FUZZ_FIRST, the one with the
+# fewest imports) runs alone and so compiles the instrumented standard
+# library once; then FUZZ_JOBS packages at a time (a package's targets one
+# after another), since a link or a small package's compile keeps one core
+# busy; each package's output is printed whole when it is done. A failure
+# fails the stage once every package has run.
 FUZZTIME ?= 2000x
+FUZZ_JOBS ?= 2
+FUZZ_FIRST = ./internal/wire
 fuzz:
-	@set -e; for file in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
-	  for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
-	    echo "go test -run '^$$' -fuzz '^$$target$$' -fuzztime $(FUZZTIME) $$(dirname $$file)"; \
-	    go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$(dirname $$file); \
-	  done; \
-	done
+	@$(MAKE) --no-print-directory fuzz-pkg PKG=$(FUZZ_FIRST)
+	@grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u | grep -vx '$(FUZZ_FIRST)' | \
+	  xargs -P $(FUZZ_JOBS) -I{} $(MAKE) --no-print-directory fuzz-pkg PKG={}
+
+# fuzz-pkg runs the fuzz targets of one package (PKG), one after another,
+# and prints what they said when all are done or one failed.
+.PHONY: fuzz-pkg
+fuzz-pkg:
+	@out=$$(mktemp); status=0; \
+	for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $(PKG)/*_test.go); do \
+	  echo "go test -run '^$$' -fuzz '^$$target$$' -fuzztime $(FUZZTIME) $(PKG)" >> $$out; \
+	  go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $(PKG) >> $$out 2>&1 || { status=1; break; }; \
+	done; cat $$out; rm -f $$out; exit $$status
 
 # bounds runs every library scenario 10 times at its seed and 10 times at
 # seed+1000, natively and side by side as go test ./lab runs them, prints
