@@ -519,7 +519,9 @@ func (g *GoTool) List(b Build, pkg, pattern string) ([]string, error) {
 	})
 }
 
-var testName = regexp.MustCompile(`^(Test|Benchmark|Fuzz|Example)[A-Za-z0-9_]*$`)
+// testName is a line of -test.list's that names a test: a Go identifier
+// (TestÄrger is one), not what the package's init or TestMain prints.
+var testName = regexp.MustCompile(`^(Test|Benchmark|Fuzz|Example)[\p{L}\p{Nd}_]*$`)
 
 // Run implements Runner: the binary in the package's folder, as go test
 // runs it.
