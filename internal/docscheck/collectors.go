@@ -117,10 +117,9 @@ func fileTags(src []byte) (string, bool) {
 	return "", true
 }
 
-func isTestName(n string) bool {
-	rest, ok := strings.CutPrefix(n, "Test")
-	return ok && (rest == "" || !(rest[0] >= 'a' && rest[0] <= 'z')) && n != "TestMain"
-}
+// isTestName says whether n names a test go test runs with -run (TestMain
+// aside: a test only if it takes a *testing.T, which no test here does).
+func isTestName(n string) bool { return isTest(n, "Test") && n != "TestMain" }
 
 // writtenBySubtests returns the variables of fd, declared outside any
 // closure given to a Run call, that such a closure assigns, increments or

@@ -176,12 +176,15 @@ func docTests(t *testing.T, d Docs) []GoTest {
 // it runs (-run, -bench, -fuzz) selects something in each package it
 // names, and the tests a -run pattern with a subtest part selects survive
 // having their subtests filtered out (CheckRuns says how); so does every
-// test that keeps what its subtests find (Collectors). The test binaries
-// are built once, side by side; then each pattern costs a -test.list, and
-// each subtest pattern and collecting test one run with no subtest.
+// test that keeps what its subtests find (Collectors). What a pattern
+// selects is listed from the packages' test files, as the go command
+// reads them (GoTool, held to the binaries' -test.list by
+// TestSourceListingMatchesTestList): no binary is built to list. Only the
+// packages whose tests run are built, once, side by side: each subtest
+// pattern and collecting test costs one run with no subtest.
 func TestDocumentedTestCommandsRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("skipping: builds the test binaries of the packages the docs' commands name (run without -short, as CI does)")
+		t.Skip("skipping: builds and runs the test binaries of the packages whose tests the docs' subtest patterns select, and of the collecting tests (run without -short, as CI does)")
 	}
 	d, _ := repo(t)
 	cmds := docTests(t, d)
@@ -230,7 +233,7 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 		return subtests[pkg][test]
 	}}
 	g := &GoTool{Root: root, Dir: t.TempDir()}
-	require.NoError(t, g.Prepare(cmds, collectors))
+	require.NoError(t, g.Prepare(cmds, collectors, o))
 	for _, p := range CheckRuns(cmds, g, o) {
 		t.Error(p)
 	}
@@ -247,11 +250,22 @@ func TestDocumentedTestCommandsRun(t *testing.T) {
 			run++
 		}
 	}
-	t.Logf("%d commands that select by pattern, in %d files; %d subtest patterns run with their subtests filtered out; %d collecting tests found, %d run so (the others judge real time)",
-		sum(perFile), len(perFile), len(probes), len(collectors), run)
+	listed, built := 0, 0
+	for k := range g.lists {
+		if strings.HasSuffix(k, "\x01") {
+			listed++
+		}
+	}
+	for _, bin := range g.bins {
+		if bin != "" {
+			built++
+		}
+	}
+	t.Logf("%d commands that select by pattern, in %d files; %d subtest patterns run with their subtests filtered out; %d collecting tests found, %d run so (the others judge real time); %d packages listed from source, %d test binaries built",
+		sum(perFile), len(perFile), len(probes), len(collectors), run, listed, built)
 
 	// A pattern broken in a page is caught, naming the page, the line and
-	// the pattern (the binaries are built: this costs a listing).
+	// the pattern (a listing from source: nothing is built).
 	t.Run("a pattern that selects nothing", func(t *testing.T) {
 		text := d.Files["docs/reproduction.md"]
 		i := strings.Index(text, "-run 'Library/")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/build"
 	"os"
 	"os/exec"
 	"path"
@@ -74,17 +75,44 @@ type Runner interface {
 // Only the selected tests that run subtests are run so (o.Subtests): the
 // others run the same whatever the subtest part.
 func CheckRuns(cmds []GoTest, r Runner, o RunOptions) []Problem {
+	ps, probes := planRuns(cmds, r, o)
+	for _, pr := range probes {
+		var env []string
+		if pr.env != "" {
+			env = strings.Split(pr.env, "\x00")
+		}
+		args := strings.Split(pr.args, "\x00")
+		out, err := r.Run(pr.b, pr.pkg, args, env)
+		if err == nil {
+			continue
+		}
+		also := ""
+		if pr.more > 0 {
+			also = fmt.Sprintf(" (and %d more commands like it)", pr.more)
+		}
+		ps = append(ps, Problem{pr.firstCmd.where(), fmt.Sprintf("%s%s: a test it selects does not survive the filter: %s's tests with %s failed (%v):\n%s",
+			pr.firstCmd.Text, also, pr.pkg, strings.Join(args, " "), err, tail(out, 25))})
+	}
+	return ps
+}
+
+// probe is one run of a package's tests with their subtests filtered
+// out, for the first command that asks for it and more like it.
+type probe struct {
+	b        Build
+	pkg      string
+	args     string // NUL-separated
+	env      string
+	firstCmd GoTest
+	more     int
+}
+
+// planRuns is CheckRuns up to the runs: the problems the listings find,
+// and the runs to make.
+func planRuns(cmds []GoTest, r Runner, o RunOptions) ([]Problem, []*probe) {
 	var ps []Problem
 	add := func(c GoTest, format string, args ...any) {
 		ps = append(ps, Problem{c.where(), c.Text + ": " + fmt.Sprintf(format, args...)})
-	}
-	type probe struct {
-		b        Build
-		pkg      string
-		args     string // NUL-separated
-		env      string
-		firstCmd GoTest
-		more     int
 	}
 	var probes []*probe
 	probeIndex := map[string]*probe{}
@@ -202,24 +230,7 @@ func CheckRuns(cmds []GoTest, r Runner, o RunOptions) []Problem {
 			}
 		}
 	}
-	for _, pr := range probes {
-		var env []string
-		if pr.env != "" {
-			env = strings.Split(pr.env, "\x00")
-		}
-		args := strings.Split(pr.args, "\x00")
-		out, err := r.Run(pr.b, pr.pkg, args, env)
-		if err == nil {
-			continue
-		}
-		also := ""
-		if pr.more > 0 {
-			also = fmt.Sprintf(" (and %d more commands like it)", pr.more)
-		}
-		ps = append(ps, Problem{pr.firstCmd.where(), fmt.Sprintf("%s%s: a test it selects does not survive the filter: %s's tests with %s failed (%v):\n%s",
-			pr.firstCmd.Text, also, pr.pkg, strings.Join(args, " "), err, tail(out, 25))})
-	}
-	return ps
+	return ps, probes
 }
 
 // RunOptions says which tests CheckRuns and CheckCollectors run.
@@ -302,40 +313,51 @@ func (c GoTest) selects() bool {
 	return hasRun && run != "^$" || hasBench || hasFuzz
 }
 
-// GoTool is the Runner that builds each package's test binary once with
-// go test -c and runs it as go test would, in the package's folder.
+// GoTool is the Runner that follows the go command: it lists a package's
+// tests from its source, and builds a test binary only for a package
+// whose tests it runs.
+//
+// Listings are most of what CheckRuns asks, over most of the module's
+// packages, and a test binary built only to print -test.list costs a
+// link each. Reading the test files the go command would compile for the
+// build (go/build, with the build's tags and the CGO_ENABLED, GOOS and
+// GOARCH go env gives under the build's environment) answers the same
+// without building: testNames says how, and a test holds it to what the
+// binaries print. A build that sets GOEXPERIMENT, or -tags or -overlay
+// through GOFLAGS, picks files in ways go/build does not see: its
+// packages are listed by their binaries. A package that no longer
+// compiles goes unseen here unless its tests are run; its own go vet and
+// go test say so.
+//
+// A binary is built once per build and package with go test -c, and
+// runs as go test would run it, in the package's folder.
 type GoTool struct {
 	// Root is the repository's root; Dir a scratch folder for binaries.
 	Root, Dir string
 
 	mu    sync.Mutex
 	bins  map[string]string   // build and package -> binary ("" if none)
-	lists map[string][]string // build and pattern -> packages; and build, package and pattern -> names
+	lists map[string][]string // build and pattern -> packages; build, package and pattern -> names; ...
 }
 
-// Prepare builds, side by side, the test binaries of every package the
-// commands filter and of every collecting test, so that CheckRuns and
-// CheckCollectors then only run them.
-func (g *GoTool) Prepare(cmds []GoTest, cs []Collector) error {
+// Prepare builds, side by side, the test binaries CheckRuns and
+// CheckCollectors will run with o: those of the packages whose tests a
+// command's subtest pattern runs with their subtests filtered out
+// (found as CheckRuns finds them, from the listings), and those of the
+// collecting tests o does not leave out. A binary that either of them
+// runs and Prepare did not build is built when first run.
+func (g *GoTool) Prepare(cmds []GoTest, cs []Collector, o RunOptions) error {
 	want := map[Build][]string{}
+	left := skipMatcher(o.Leave)
 	for _, c := range cs {
-		b := Build{Tags: c.Tags}
-		want[b] = append(want[b], c.Pkg)
+		if !left(c.Name) {
+			b := Build{Tags: c.Tags}
+			want[b] = append(want[b], c.Pkg)
+		}
 	}
-	for _, c := range cmds {
-		if !c.selects() || len(c.Unresolved) > 0 {
-			continue
-		}
-		b := c.build()
-		var pats []string
-		for _, p := range c.Pkgs {
-			pats = append(pats, c.Package(p))
-		}
-		pkgs, err := g.Packages(b, pats)
-		if err != nil {
-			continue // CheckRuns reports it
-		}
-		want[b] = append(want[b], pkgs...)
+	_, probes := planRuns(cmds, g, o) // its problems: CheckRuns reports them
+	for _, pr := range probes {
+		want[pr.b] = append(want[pr.b], pr.pkg)
 	}
 	var errs []error
 	for b, pkgs := range want {
@@ -413,7 +435,7 @@ func (g *GoTool) buildGroup(b Build, grp []string) error {
 }
 
 // memo returns what compute gave for key the first time it succeeded:
-// go list and -test.list answers are asked once per build and pattern.
+// go list, go env and listings are asked once per build and pattern.
 func (g *GoTool) memo(key string, compute func() ([]string, error)) ([]string, error) {
 	g.mu.Lock()
 	v, ok := g.lists[key]
@@ -497,26 +519,95 @@ func (g *GoTool) goList(b Build, patterns ...string) ([]string, error) {
 	return pkgs, nil
 }
 
-// List implements Runner: the binary's -test.list, once per build,
-// package and pattern.
+// List implements Runner: from the package's source (testNames), or for
+// a build go/build cannot follow from the binary's -test.list; once per
+// build, package and pattern.
 func (g *GoTool) List(b Build, pkg, pattern string) ([]string, error) {
 	return g.memo(binKey(b, pkg)+"\x00"+pattern, func() ([]string, error) {
-		bin, err := g.binary(b, pkg)
-		if err != nil || bin == "" {
+		ctxt, err := g.context(b)
+		if err != nil {
 			return nil, err
 		}
-		out, err := g.Run(b, pkg, []string{"-test.list", pattern}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%v\n%s", err, tail(out, 10))
+		if ctxt == nil {
+			return g.listBinary(b, pkg, pattern)
 		}
-		var names []string
-		for _, l := range strings.Split(out, "\n") {
-			if testName.MatchString(l) {
-				names = append(names, l)
+		names, err := g.memo(binKey(b, pkg)+"\x01", func() ([]string, error) {
+			return testNames(ctxt, filepath.Join(g.Root, filepath.FromSlash(pkg)))
+		})
+		if err != nil || names == nil {
+			return nil, err // no test files: no binary to list
+		}
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, fmt.Errorf("testing: invalid regexp in -test.list (%q): %s", pattern, err)
+		}
+		var out []string
+		for _, n := range names {
+			if re.MatchString(n) {
+				out = append(out, n)
 			}
 		}
-		return names, nil
+		return out, nil
 	})
+}
+
+// context returns the go/build context the go command selects b's files
+// with: go env's CGO_ENABLED, GOOS and GOARCH under b's environment (it
+// knows the defaults: no cgo when cross-compiling or without a C
+// compiler), and b's tags. Nil for a build whose files go/build cannot
+// tell (GOEXPERIMENT, GOFLAGS with -tags or -overlay).
+func (g *GoTool) context(b Build) (*build.Context, error) {
+	env, err := g.memo(binKey(b, "")+"\x00go env", func() ([]string, error) {
+		cmd := exec.Command("go", "env", "CGO_ENABLED", "GOOS", "GOARCH", "GOFLAGS")
+		cmd.Dir = g.Root
+		cmd.Env = append(os.Environ(), strings.Fields(b.Env)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("go env: %v: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		v := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+		if len(v) != 4 {
+			return nil, fmt.Errorf("go env printed %q", out)
+		}
+		return v, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains(b.Env, "GOEXPERIMENT=") || strings.Contains(env[3], "-tags") || strings.Contains(env[3], "-overlay") {
+		return nil, nil
+	}
+	ctxt := build.Default
+	ctxt.CgoEnabled = env[0] == "1"
+	ctxt.GOOS, ctxt.GOARCH = env[1], env[2]
+	if ctxt.GOARCH != build.Default.GOARCH {
+		// amd64.v1 and the like are the machine's architecture's levels.
+		ctxt.ToolTags = slices.DeleteFunc(slices.Clone(ctxt.ToolTags), func(t string) bool { return strings.HasPrefix(t, build.Default.GOARCH+".") })
+	}
+	// -tags takes a comma-separated list, or the older space-separated.
+	ctxt.BuildTags = strings.FieldsFunc(b.Tags, func(r rune) bool { return r == ',' || r == ' ' })
+	return &ctxt, nil
+}
+
+// listBinary lists with the package's test binary, built for it.
+func (g *GoTool) listBinary(b Build, pkg, pattern string) ([]string, error) {
+	bin, err := g.binary(b, pkg)
+	if err != nil || bin == "" {
+		return nil, err
+	}
+	out, err := g.Run(b, pkg, []string{"-test.list", pattern}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%v\n%s", err, tail(out, 10))
+	}
+	var names []string
+	for _, l := range strings.Split(out, "\n") {
+		if testName.MatchString(l) {
+			names = append(names, l)
+		}
+	}
+	return names, nil
 }
 
 // testName is a line of -test.list's that names a test: a Go identifier
