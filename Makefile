@@ -19,11 +19,26 @@ readme:
 
 # test is the tests exactly as CI runs them (.ci/run): vet (the jobs-tagged
 # files too), every test, the race detector over the concurrent packages and
-# every fuzz target for 2000 inputs. 22 minutes on 2 cores from a clean
-# clone with empty caches (vet 208 s, unit 717 s, race 259 s, fuzz 126 s);
-# go test ./... alone is the quick part.
-test: vet unit race fuzz
-.PHONY: vet unit race fuzz
+# every fuzz target for 2000 inputs; go test ./... alone is the quick part.
+# After vet, three parts run side by side, each line of their output
+# prefixed with its part's name: the unit tests that share the cores
+# (unit-shared), the race detector's (race) and the fuzzing (fuzz). One
+# after another, each left a core idle for much of its time (tests waiting
+# on servers, sessions in real time and subprocesses; links, which use
+# one core; docs/performance.md has a clean run's figures, both ways).
+# Then the tests that need the cores to themselves (unit-alone). A part
+# that fails fails the run once the others are done.
+test: vet
+	@$(MAKE) --no-print-directory -j3 tagged-unit-shared tagged-race tagged-fuzz
+	@$(MAKE) --no-print-directory unit-alone
+.PHONY: vet unit unit-shared unit-alone race fuzz
+
+# tagged-PART runs make PART with each line of its output prefixed with
+# PART's name; it fails when PART does (bash's pipefail).
+SHELL = /bin/bash
+.SHELLFLAGS = -o pipefail -c
+tagged-%:
+	@$(MAKE) --no-print-directory $* 2>&1 | sed -u 's/^/$* | /'
 
 # The jobs tag holds the entry points of make nightly and make sweep (and
 # lab nightly, compare, sweep) in lab/jobs, and a check of the docs'
@@ -63,7 +78,12 @@ RACE_LEFT = TestLabTest|TestLabTestOwnTraceSegment|TestShellTraffic
 MODULE = github.com/nuvirahub/latencylab
 UNIT_PKGS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(RACE_PKGS)),$(shell go list ./...))
 unit:
-	go test -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS) && go test -run '^($(RACE_LEFT))$$' ./cmd/lab && go test -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test -run '^$(DOCS_RUN)$$' ./internal/docscheck && go test -tags jobs -run '^$$' ./lab/jobs
+	@$(MAKE) --no-print-directory unit-shared
+	@$(MAKE) --no-print-directory unit-alone
+unit-shared:
+	go test -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS)
+unit-alone:
+	go test -run '^($(RACE_LEFT))$$' ./cmd/lab && go test -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test -run '^$(DOCS_RUN)$$' ./internal/docscheck && go test -tags jobs -run '^$$' ./lab/jobs
 
 # The race detector over the packages where goroutines meet outside a
 # synctest bubble's single-threaded replay: netem (links, the real-time
