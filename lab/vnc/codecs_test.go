@@ -56,8 +56,10 @@ func codecCases(full bool) []codecCase {
 	return out
 }
 
-// dial connects a client asking for enc, with a minute for everything.
-func dial(t *testing.T, srv *Server, enc int32) *rfb.Client {
+// dial connects a client asking for enc, with a minute for everything,
+// and returns it with its connection, closed at the test's end at the
+// latest.
+func dial(t *testing.T, srv *Server, enc int32) (*rfb.Client, net.Conn) {
 	t.Helper()
 	conn, err := net.Dial("tcp", srv.Addr.String())
 	require.NoError(t, err)
@@ -65,7 +67,7 @@ func dial(t *testing.T, srv *Server, enc int32) *rfb.Client {
 	require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
 	cl, err := rfb.Handshake(conn, rfb.Config{Password: srv.Password, Encodings: []int32{enc}})
 	require.NoError(t, err)
-	return cl
+	return cl, conn
 }
 
 // catchUp reads cl's updates, asking for the next after each, until its
@@ -110,7 +112,14 @@ func serverBytes(t *testing.T, srv *Server, disp *xscreen.Display, watcher *rfb.
 	require.NoError(t, disp.Put(first, []codec.Rect{{W: first.W, H: first.H}}))
 	require.NoError(t, disp.Sync())
 	catchUp(t, watcher, first, false, c.name+": the watcher")
-	cl := dial(t, srv, enc)
+	cl, conn := dial(t, srv, enc)
+	// Closed as soon as it has its bytes: x11vnc measures each new
+	// client's link once it has sent it its first screen, spinning (up to
+	// 5-15 s, without polling the screen) until the client asks again; a
+	// client left connected and silent held the next picture from the
+	// watcher that long (10 s of this test's 18). A client that leaves
+	// ends the measurement, and none starts for 4 s after.
+	defer conn.Close()
 	bytes, updates = catchUp(t, cl, first, true, c.name)
 	if c.prev == nil {
 		return bytes, updates
@@ -162,7 +171,7 @@ func TestCodecsAgainstServers(t *testing.T) {
 			disp, err := xscreen.Open(srv.Display)
 			require.NoError(t, err)
 			defer disp.Close()
-			watcher := dial(t, srv, rfb.EncodingRaw)
+			watcher, _ := dial(t, srv, rfb.EncodingRaw)
 			now, err := disp.Get()
 			require.NoError(t, err)
 			catchUp(t, watcher, now, true, "the watcher")
