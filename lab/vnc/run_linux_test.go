@@ -76,6 +76,10 @@ func TestX11vncLatency(t *testing.T) {
 func TestStillScreenSendsNothing(t *testing.T) {
 	for _, kind := range Servers {
 		t.Run(kind, func(t *testing.T) {
+			// Each run its own namespace, display and server; most of
+			// each run is waiting (the servers' start, x11vnc's first
+			// client, the 2 s watched), so the two wait side by side.
+			t.Parallel()
 			requireVNC(t, true, kind)
 			var updates []Update
 			r := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: kind, Duration: 2 * time.Second, Screen: "still",
