@@ -317,6 +317,9 @@ func TestABRvsGCC(t *testing.T) {
 		abrRate, gccRate     float64
 		abrDec, gccDec       int
 	}
+	suite.mu.Lock()
+	suite.library = len(lib) // for the progress line of a session it runs first
+	suite.mu.Unlock()
 	var rows []row
 	for _, base := range lib {
 		if base.Controller.Kind != "abr" || strings.HasSuffix(base.Name, "-old") {
@@ -329,27 +332,27 @@ func TestABRvsGCC(t *testing.T) {
 			continue
 		}
 		r := row{name: base.Name}
-		for _, kind := range []string{"abr", "gcc"} {
-			sc := *base
-			sc.Controller = scenarios.Controller{Kind: kind, Bitrate: base.Controller.Bitrate, Min: base.Controller.Min, Max: base.Controller.Max}
-			if kind == "abr" {
-				sc.Controller = base.Controller
+		// The ABR's side is the library's own session, which go test
+		// ./lab runs already (TestLibrary): the same scenario at the
+		// same seed, run once per test binary.
+		e := runLibraryScenario(t, base, fmt.Sprintf("go test ./lab -run 'Library/%s$' -v", base.Name))
+		if e.Err != nil {
+			t.Fatalf("%s: %v", base.Name, e.Err)
+		}
+		abr := e.Result
+		r.abrMedian, r.abrRate, r.abrDec = abr.Summary.Latency.Median, abr.Summary.BitrateMean, len(abr.Decisions)
+		sc := *base
+		sc.Controller = scenarios.Controller{Kind: "gcc", Bitrate: base.Controller.Bitrate, Min: base.Controller.Min, Max: base.Controller.Max}
+		var gcc *result.Run
+		synctest.Test(t, func(t *testing.T) {
+			var err error
+			if gcc, err = Run(t.Context(), &sc); err != nil {
+				t.Fatal(err)
 			}
-			var res *result.Run
-			synctest.Test(t, func(t *testing.T) {
-				var err error
-				if res, err = Run(t.Context(), &sc); err != nil {
-					t.Fatal(err)
-				}
-			})
-			if kind == "abr" {
-				r.abrMedian, r.abrRate, r.abrDec = res.Summary.Latency.Median, res.Summary.BitrateMean, len(res.Decisions)
-			} else {
-				r.gccMedian, r.gccRate, r.gccDec = res.Summary.Latency.Median, res.Summary.BitrateMean, len(res.Decisions)
-				if len(res.Decisions) == 0 && (sc.Name == "abr-capacity-drop" || sc.Name == "abr-lossy") {
-					t.Errorf("%s: GCC made no decision on a link that changes or loses", sc.Name)
-				}
-			}
+		})
+		r.gccMedian, r.gccRate, r.gccDec = gcc.Summary.Latency.Median, gcc.Summary.BitrateMean, len(gcc.Decisions)
+		if len(gcc.Decisions) == 0 && (sc.Name == "abr-capacity-drop" || sc.Name == "abr-lossy") {
+			t.Errorf("%s: GCC made no decision on a link that changes or loses", sc.Name)
 		}
 		rows = append(rows, r)
 	}
