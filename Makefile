@@ -64,9 +64,12 @@ TIMING_NAMES = TestEnginesAgree|TestTrafficRealTime|TestShellMeasures|TestRunKer
 TIMING_TESTS = ^($(TIMING_NAMES))$$
 TIMING_PKGS = ./lab ./cmd/lab ./netem/kernel ./lab/ccgrid ./lab/vnc
 # The docs' check that runs every documented go test command's pattern
-# (internal/docscheck) builds the test binaries of the packages they name:
-# run beside them, it compiled the same packages as their own tests at the
-# same time, with nothing yet in the cache; after them it only links.
+# (internal/docscheck) lists what the patterns select from the packages'
+# test files, and builds the test binaries only of the packages whose
+# tests it runs (the subtest patterns' and the collecting tests', lab
+# among them): run beside the unit tests, it compiled those packages as
+# their own tests did at the same time, with nothing yet in the cache;
+# after them it only links.
 DOCS_RUN = TestDocumentedTestCommandsRun
 # The packages the race detector covers (RACE_PKGS) run their tests under
 # it alone, in make race, all but RACE_SKIP's; unit runs none of theirs but
