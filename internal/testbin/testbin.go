@@ -26,6 +26,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/nuvirahub/latencylab/internal/filelock"
 )
 
 // decides matches the environment variables that decide what the go
@@ -63,7 +65,13 @@ func Build(ctx context.Context, dir string, flags, env []string, o Options) (bin
 	name := filepath.Base(dir) + ".test"
 	cached := filepath.Join(folder, name)
 
-	unlock := lock(filepath.Join(folder, "lock"))
+	// One build of a binary at a time on this machine, so that a second
+	// caller finds the first one's binary up to date rather than linking
+	// it again beside it. Unlocked (no flock), builds cost time, never a
+	// result: the go command removes its old output before it writes the
+	// new one (or renames a finished file over it), which leaves the
+	// callers' hard links whole.
+	unlock := filelock.Lock(filepath.Join(folder, "lock"))
 	defer unlock()
 	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"test", "-c", "-o", cached}, flags, []string{"."})...)
 	cmd.Dir = dir

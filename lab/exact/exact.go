@@ -63,6 +63,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
+	"github.com/nuvirahub/latencylab/internal/filelock"
 	"github.com/nuvirahub/latencylab/internal/testbin"
 	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/lab/sessionproc/guest"
@@ -185,7 +186,18 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("exact: %w", err)
 	}
 	began = time.Now()
+	// One compile of a guest at a time on this machine: wazero's cache is
+	// filled only once a compile is done, so processes that start at once
+	// (the test binaries of go test ./..., a cluster's shards) each
+	// compiled the guest, 11 s or more each on 2 cores (100 s under the
+	// race detector). The first compiles; the others then read it.
+	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("exact: compilation cache %s: %w", o.CacheDir, err)
+	}
+	unlock := filelock.Lock(filepath.Join(o.CacheDir, "compile.lock"))
 	mod, err := rt.CompileModule(ctx, bin)
+	unlock()
 	if err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("exact: compiling the guest: %w", err)
