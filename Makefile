@@ -60,7 +60,7 @@ vet:
 # machine as well as the lab: on 2 cores shared with other test binaries
 # they miss their bounds. They run after the rest, one package at a time,
 # with the cores to themselves.
-TIMING_NAMES = TestEnginesAgree|TestTrafficRealTime|TestShellMeasures|TestRunKernelTraffic|TestIperf3MatchesBulk|TestHostPairReachesHostServers|TestRunQUICCell|TestX11vncLatency
+TIMING_NAMES = TestEnginesAgree|TestTrafficRealTime|TestShellMeasures|TestRunKernelTraffic|TestIperf3MatchesBulk|TestHostPairReachesHostServers|TestRunQUICCell|TestX11vncLatency|TestDelayMatchesLink
 TIMING_TESTS = ^($(TIMING_NAMES))$$
 TIMING_PKGS = ./lab ./cmd/lab ./netem/kernel ./lab/ccgrid ./lab/vnc
 # The docs' check that runs every documented go test command's pattern
