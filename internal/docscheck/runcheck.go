@@ -497,12 +497,11 @@ func (g *GoTool) expand(b Build, pattern string) ([]string, error) {
 	return g.memo(binKey(b, pattern), func() ([]string, error) { return g.goList(b, pattern) })
 }
 
-func (g *GoTool) goList(b Build, patterns ...string) ([]string, error) {
-	args := []string{"list", "-f", "{{.Dir}}"}
-	if b.Tags != "" {
-		args = append(args, "-tags", b.Tags)
-	}
-	cmd := exec.Command("go", append(args, patterns...)...)
+// goOutput runs the go command with args in the repository's root under
+// b's environment and returns what it printed; a failure's error holds
+// what it said on stderr.
+func (g *GoTool) goOutput(b Build, args ...string) ([]byte, error) {
+	cmd := exec.Command("go", args...)
 	cmd.Dir = g.Root
 	cmd.Env = append(os.Environ(), strings.Fields(b.Env)...)
 	var stderr bytes.Buffer
@@ -510,6 +509,18 @@ func (g *GoTool) goList(b Build, patterns ...string) ([]string, error) {
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+func (g *GoTool) goList(b Build, patterns ...string) ([]string, error) {
+	args := []string{"list", "-f", "{{.Dir}}"}
+	if b.Tags != "" {
+		args = append(args, "-tags", b.Tags)
+	}
+	out, err := g.goOutput(b, append(args, patterns...)...)
+	if err != nil {
+		return nil, err
 	}
 	var pkgs []string
 	for _, d := range strings.Fields(string(out)) {
@@ -561,14 +572,9 @@ func (g *GoTool) List(b Build, pkg, pattern string) ([]string, error) {
 // tell (GOEXPERIMENT, GOFLAGS with -tags or -overlay).
 func (g *GoTool) context(b Build) (*build.Context, error) {
 	env, err := g.memo(binKey(b, "")+"\x00go env", func() ([]string, error) {
-		cmd := exec.Command("go", "env", "CGO_ENABLED", "GOOS", "GOARCH", "GOFLAGS")
-		cmd.Dir = g.Root
-		cmd.Env = append(os.Environ(), strings.Fields(b.Env)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := g.goOutput(b, "env", "CGO_ENABLED", "GOOS", "GOARCH", "GOFLAGS")
 		if err != nil {
-			return nil, fmt.Errorf("go env: %v: %s", err, strings.TrimSpace(stderr.String()))
+			return nil, fmt.Errorf("go env: %w", err)
 		}
 		v := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 		if len(v) != 4 {
