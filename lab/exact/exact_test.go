@@ -72,22 +72,9 @@ func TestSameSeedSameResult(t *testing.T) {
 	// Three instances of seed 2 and one of seed 3, all side by side: the
 	// other seed's session waits for no core the others leave free.
 	scs := []*scenarios.Scenario{sc, sc, sc, &other}
-	results := make([][]byte, len(scs))
-	errs := make(chan error, len(results))
-	for i := range results {
-		go func() {
-			res, err := r.Run(context.Background(), scs[i])
-			if err == nil && res.Err != "" {
-				err = errors.New(res.Err)
-			}
-			if err == nil {
-				results[i], err = json.Marshal(res.Result)
-			}
-			errs <- err
-		}()
-	}
-	for range results {
-		require.NoError(t, <-errs)
+	var results [][]byte
+	for _, res := range runSideBySide(t, []*Runner{r, r, r, r}, scs) {
+		results = append(results, marshal(t, res))
 	}
 	require.Greater(t, len(results[0]), 10000, "a 10 s session has frames")
 	require.Len(t, r.Guest(), 16)
@@ -218,26 +205,11 @@ func TestTrafficSameSeedSameResult(t *testing.T) {
 	sc.Traffic[0].Start = 4 * time.Second
 	// The two instances side by side, as TestSameSeedSameResult's: one
 	// core each, and nothing shared that could decide.
-	var runs [2]sessionproc.Result
-	errs := make(chan error, len(runs))
-	for i := range runs {
-		go func() {
-			var err error
-			runs[i], err = r.Run(context.Background(), sc)
-			errs <- err
-		}()
-	}
-	for range runs {
-		require.NoError(t, <-errs)
-	}
 	var got [2][]byte
-	for i, res := range runs {
-		require.Empty(t, res.Err)
+	for i, res := range runSideBySide(t, []*Runner{r, r}, []*scenarios.Scenario{sc, sc}) {
 		require.Len(t, res.Result.Traffic, 1)
 		require.Positive(t, res.Result.Traffic[0].DeliveredBytes)
-		var err error
-		got[i], err = json.Marshal(res.Result)
-		require.NoError(t, err)
+		got[i] = marshal(t, res)
 	}
 	require.Equal(t, string(got[0]), string(got[1]))
 }
@@ -251,24 +223,15 @@ func TestTrafficSameSeedSameResult(t *testing.T) {
 func TestGuestGOGCDoesNotMoveAResult(t *testing.T) {
 	r := open(t)
 	sc := library(t, "pipeline-capture-lock-old")
-	var runs [2][]byte
-	errs := make(chan error, len(runs))
-	for i, gogc := range []string{"GOGC=50", "GOGC=400"} {
+	var rs []*Runner
+	for _, gogc := range []string{"GOGC=50", "GOGC=400"} {
 		g, err := r.WithEnv(gogc)
 		require.NoError(t, err)
-		go func() {
-			res, err := g.Run(context.Background(), sc)
-			if err == nil && res.Err != "" {
-				err = errors.New(res.Err)
-			}
-			if err == nil {
-				runs[i], err = json.Marshal(res.Result)
-			}
-			errs <- err
-		}()
+		rs = append(rs, g)
 	}
-	for range runs {
-		require.NoError(t, <-errs)
+	var runs [2][]byte
+	for i, res := range runSideBySide(t, rs, []*scenarios.Scenario{sc, sc}) {
+		runs[i] = marshal(t, res)
 	}
 	require.Positive(t, len(runs[0]))
 	sameBytes(t, runs[0], runs[1], "GOGC=50 and GOGC=400")
@@ -276,6 +239,38 @@ func TestGuestGOGCDoesNotMoveAResult(t *testing.T) {
 
 // sameBytes fails where two results part, with what is around it (a
 // whole result is too long to show).
+// runSideBySide runs scs[i] on rs[i], all at once, each in an instance of
+// its own, and returns their results in order; a run that fails, or whose
+// session failed, fails t.
+func runSideBySide(t *testing.T, rs []*Runner, scs []*scenarios.Scenario) []sessionproc.Result {
+	t.Helper()
+	require.Len(t, rs, len(scs))
+	results := make([]sessionproc.Result, len(scs))
+	errs := make(chan error, len(scs))
+	for i := range scs {
+		go func() {
+			var err error
+			results[i], err = rs[i].Run(context.Background(), scs[i])
+			errs <- err
+		}()
+	}
+	for range scs {
+		require.NoError(t, <-errs)
+	}
+	for i, res := range results {
+		require.Empty(t, res.Err, "session %d", i)
+	}
+	return results
+}
+
+// marshal is a result's JSON, the bytes the tests compare.
+func marshal(t *testing.T, res sessionproc.Result) []byte {
+	t.Helper()
+	b, err := json.Marshal(res.Result)
+	require.NoError(t, err)
+	return b
+}
+
 func sameBytes(t *testing.T, a, b []byte, what string) {
 	t.Helper()
 	if bytes.Equal(a, b) {
