@@ -19,14 +19,14 @@ func compareCmd(args []string, stdout, stderr io.Writer) error {
 	if resultsGiven(args) {
 		return compareResultsCmd(args, stdout, stderr)
 	}
-	goArgs, err := compareCommand(args, stderr)
+	job, err := compareCommand(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return goTest("compare", goArgs, stdout, stderr)
+	return goTest("compare", job, stdout, stderr)
 }
 
 // resultsGiven reports whether compare is asked to judge runs already
@@ -98,8 +98,8 @@ func abrKeys() []string {
 	return out
 }
 
-// compareCommand checks compare's flags and returns go's arguments.
-func compareCommand(args []string, stderr io.Writer) ([]string, error) {
+// compareCommand checks compare's flags and returns its job.
+func compareCommand(args []string, stderr io.Writer) (jobRun, error) {
 	j := newJobFlags("compare", `usage: lab compare -a CONFIG -b CONFIG [-scenario NAMES | -group GROUP] [flags]
 
 Runs scenarios under two configurations with the same seeds and judges B
@@ -146,7 +146,7 @@ flags:
 		return checkSelection(get("group"), get("scenario"))
 	})
 	if err != nil {
-		return nil, err
+		return jobRun{}, err
 	}
 	// -a's default is as-written: pass it on even when not given, so the
 	// job does not depend on its own default.

@@ -289,7 +289,7 @@ func runNativeFiles(root string, o testOptions, stdout, stderr io.Writer) ([]fil
 		jobArgs = append(jobArgs, "-seeds="+o.seedsFlag)
 	}
 	jobArgs = append(append(jobArgs, "--"), o.paths...)
-	goArgs, err := jobCommand("test", "TestFiles", jobArgs)
+	job, err := jobCommand("test", "TestFiles", jobArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func runNativeFiles(root string, o testOptions, stdout, stderr io.Writer) ([]fil
 	filter := &lineFilter{w: stdout, drop: func(line []byte) bool {
 		return string(line) == "PASS\n" || bytes.HasPrefix(line, []byte("ok  \t"))
 	}}
-	err = goTest("test", goArgs, filter, stderr)
+	err = goTest("test", job, filter, stderr)
 	filter.Flush()
 	if err != nil {
 		return nil, err

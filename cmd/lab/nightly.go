@@ -19,14 +19,14 @@ import (
 // job's entry point with go test (lab/jobs/nightly_job_test.go) and
 // streams its progress and report; go test's exit status is the nightly's.
 func nightlyCmd(name string, args []string, stdout, stderr io.Writer) error {
-	goArgs, err := nightlyCommand(name, args, stderr)
+	job, err := nightlyCommand(name, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage is printed: asking for it is no failure
 	}
 	if err != nil {
 		return err
 	}
-	return goTest(name, goArgs, stdout, stderr)
+	return goTest(name, job, stdout, stderr)
 }
 
 // jobFlags is a job's flag set: the flags are checked here, so that a typo
@@ -117,8 +117,8 @@ func configHelp() string {
 }
 
 // nightlyCommand checks the flags of lab nightly or lab accept and returns
-// go's arguments.
-func nightlyCommand(name string, args []string, stderr io.Writer) ([]string, error) {
+// its job.
+func nightlyCommand(name string, args []string, stderr io.Writer) (jobRun, error) {
 	accept := name == "accept"
 	var usage string
 	if accept {
@@ -173,7 +173,7 @@ flags:
 		return checkSelection(get("group"), get("scenario"))
 	})
 	if err != nil {
-		return nil, err
+		return jobRun{}, err
 	}
 	if accept {
 		jobArgs = append(jobArgs, "-accept")
@@ -184,48 +184,33 @@ flags:
 // exactUsage is the -exact flag's help for the nightly and compare.
 const exactUsage = "run every session exact (lab/exact): the same result from any run or machine, about 10x slower; otherwise in native worker processes, where a few sessions in a hundred differ from run to run"
 
-// jobCommand is go's arguments to run test of lab/jobs with the job's
+// jobCommand is the job that runs test of lab/jobs with the job's
 // arguments.
-func jobCommand(name, test string, jobArgs []string) ([]string, error) {
+func jobCommand(name, test string, jobArgs []string) (jobRun, error) {
 	root, err := moduleRoot()
 	if err != nil {
-		return nil, fmt.Errorf("%s: not inside the latencylab module: lab %s runs its sessions from the module's source under go test; run it from the checkout", name, name)
+		return jobRun{}, fmt.Errorf("%s: not inside the latencylab module: lab %s runs its sessions from the module's source under go test; run it from the checkout", name, name)
 	}
-	// -timeout 0: the library with many seeds runs longer than go test's
-	// ten minutes on a small machine.
-	return append([]string{"test", "-C", jobsDir(root), "-tags", "jobs",
-		"-run", "^" + test + "$", "-count=1", "-timeout", "0", "-args"}, jobArgs...), nil
+	return jobRun{dir: jobsDir(root), test: test, args: jobArgs}, nil
 }
 
-// goTest runs a job's go test command (test -C DIR ... -args ...), its
-// output streamed: built with go test -c and run as go test would run it
-// (jobRun says why); any other go command as given.
-func goTest(name string, args []string, stdout, stderr io.Writer) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
+// goTest runs a job, its output streamed: built with go test -c and run
+// as go test would run it (jobRun says why).
+func goTest(name string, j jobRun, stdout, stderr io.Writer) error {
+	if _, err := exec.LookPath("go"); err != nil {
 		return fmt.Errorf("%s: the go command is not on PATH (%w): the lab runs its sessions under go test, "+
 			"since virtual time needs testing/synctest; install Go 1.26 or add it to PATH", name, err)
 	}
-	if j, err := parseJobRun(args); err == nil {
-		err = j.run(stdout, stderr)
-		if errors.Is(err, errJobBuild) {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return fmt.Errorf("%s: the job failed (%w): the regressions or failed sessions are above", name, err)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return nil
-	} else if len(args) > 0 && args[0] == "test" {
+	err := j.run(stdout, stderr)
+	if errors.Is(err, errJobBuild) {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	cmd := exec.Command(goBin, args...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: go %s: %w", name, strings.Join(args, " "), err)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%s: the job failed (%w): the regressions or failed sessions are above", name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }

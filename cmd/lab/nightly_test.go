@@ -13,7 +13,7 @@ import (
 // The commands hand go test the job's entry point with the flags given,
 // paths made absolute, and nothing else.
 func TestNightlyCommand(t *testing.T) {
-	args, err := nightlyCommand("nightly", []string{"-seeds", "1,2", "-out", "o", "-variant", "old-pipeline", "-group", "pipeline"}, &bytes.Buffer{})
+	args, err := goArgs(nightlyCommand("nightly", []string{"-seeds", "1,2", "-out", "o", "-variant", "old-pipeline", "-group", "pipeline"}, &bytes.Buffer{}))
 	require.NoError(t, err)
 	wd, err := os.Getwd()
 	require.NoError(t, err)
@@ -21,18 +21,18 @@ func TestNightlyCommand(t *testing.T) {
 	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestNightly$", "-count=1", "-timeout", "0", "-args",
 		"-group=pipeline", "-out=" + filepath.Join(wd, "o"), "-seeds=1,2", "-variant=old-pipeline"}, args)
 
-	args, err = nightlyCommand("accept", []string{"-scenario", "lan-animation"}, &bytes.Buffer{})
+	args, err = goArgs(nightlyCommand("accept", []string{"-scenario", "lan-animation"}, &bytes.Buffer{}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"-scenario=lan-animation", "-accept"}, args[len(args)-2:])
-	args, err = nightlyCommand("accept", []string{"-allow-dirty"}, &bytes.Buffer{})
+	args, err = goArgs(nightlyCommand("accept", []string{"-allow-dirty"}, &bytes.Buffer{}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"-allow-dirty=true", "-accept"}, args[len(args)-2:], "accepting from a dirty tree only when told")
 
-	args, err = nightlyCommand("nightly", []string{"-exact"}, &bytes.Buffer{})
+	args, err = goArgs(nightlyCommand("nightly", []string{"-exact"}, &bytes.Buffer{}))
 	require.NoError(t, err)
 	require.Equal(t, "-exact=true", args[len(args)-1], "exact sessions on request")
 
-	args, err = compareCommand([]string{"-b", "threshold=80ms", "-scenario", "abr-lossy"}, &bytes.Buffer{})
+	args, err = goArgs(compareCommand([]string{"-b", "threshold=80ms", "-scenario", "abr-lossy"}, &bytes.Buffer{}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"-run", "^TestCompare$"}, args[5:7])
 	require.Equal(t, []string{"-a=as-written", "-b=threshold=80ms", "-scenario=abr-lossy"}, args[len(args)-3:])
@@ -83,7 +83,7 @@ func TestNightlyUsage(t *testing.T) {
 
 func TestGoTestNeedsGo(t *testing.T) {
 	t.Setenv("PATH", "")
-	err := goTest("nightly", []string{"version"}, &bytes.Buffer{}, &bytes.Buffer{})
+	err := goTest("nightly", jobRun{dir: t.TempDir(), test: "TestNightly"}, &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "nightly: the go command is not on PATH")
 	require.True(t, strings.Contains(err.Error(), "testing/synctest"))
 }

@@ -22,19 +22,19 @@ const modulePath = "github.com/nuvirahub/latencylab"
 // streams its progress and output. The flags are checked here first, so
 // a typo fails at once rather than after a build.
 func sweepCmd(args []string, stdout, stderr io.Writer) error {
-	goArgs, err := sweepCommand(args, stderr)
+	job, err := sweepCommand(args, stderr)
 	if err != nil {
 		return err
 	}
-	return goTest("sweep", goArgs, stdout, stderr)
+	return goTest("sweep", job, stdout, stderr)
 }
 
-// sweepCommand checks the sweep's flags and returns go's arguments. The
+// sweepCommand checks the sweep's flags and returns its job. The
 // -grid and -out paths are relative to the working directory, as a user
 // expects; scenario files (in -scenarios or a grid file) are relative to
 // the module's root, so that every machine of a sharded sweep names the
 // same file.
-func sweepCommand(args []string, stderr io.Writer) ([]string, error) {
+func sweepCommand(args []string, stderr io.Writer) (jobRun, error) {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sweep.RegisterFlags(fs)
@@ -59,35 +59,33 @@ flags:
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return jobRun{}, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("sweep: unexpected argument %q", fs.Arg(0))
+		return jobRun{}, fmt.Errorf("sweep: unexpected argument %q", fs.Arg(0))
 	}
 	root, err := moduleRoot()
 	if err != nil {
-		return nil, err
+		return jobRun{}, err
 	}
 	for _, name := range []string{sweep.FlagGrid, sweep.FlagOut} {
 		if f := fs.Lookup(name); f.Value.String() != "" {
 			p, err := filepath.Abs(f.Value.String())
 			if err != nil {
-				return nil, err
+				return jobRun{}, err
 			}
 			_ = f.Value.Set(p) // a string flag takes any string
 		}
 	}
 	job, err := sweep.JobFromFlags(fs, root)
 	if err != nil {
-		return nil, fmt.Errorf("sweep: %w", err)
+		return jobRun{}, fmt.Errorf("sweep: %w", err)
 	}
 	jobArgs, err := job.Args()
 	if err != nil {
-		return nil, err
+		return jobRun{}, err
 	}
-	// -timeout 0: a large sweep runs longer than go test's ten minutes.
-	return append([]string{"test", "-C", jobsDir(root), "-tags", "jobs",
-		"-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args"}, jobArgs...), nil
+	return jobRun{dir: jobsDir(root), test: "TestSweep", args: jobArgs}, nil
 }
 
 // moduleRoot finds the lab's module root above the working directory.

@@ -18,13 +18,13 @@ import (
 func TestSweepCommand(t *testing.T) {
 	root, err := moduleRoot()
 	require.NoError(t, err)
-	args, err := sweepCommand([]string{"-threshold", "30ms,60ms", "-scenarios", "abr-lossy", "-shard", "2/3", "-out", "res", "-exact=false"}, &bytes.Buffer{})
+	args, err := goArgs(sweepCommand([]string{"-threshold", "30ms,60ms", "-scenarios", "abr-lossy", "-shard", "2/3", "-out", "res", "-exact=false"}, &bytes.Buffer{}))
 	require.NoError(t, err)
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args",
 		"-threshold=30ms,60ms", "-scenarios=abr-lossy", "-seeds=", "-warmup=2s", "-shard=2/3", "-out=" + filepath.Join(wd, "res"), "-parallel=0", "-exact=false"}, args)
-	args, err = sweepCommand([]string{"-scenarios", "abr-lossy"}, &bytes.Buffer{})
+	args, err = goArgs(sweepCommand([]string{"-scenarios", "abr-lossy"}, &bytes.Buffer{}))
 	require.NoError(t, err)
 	require.Equal(t, "-exact=true", args[len(args)-1], "exact by default")
 }

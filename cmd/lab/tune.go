@@ -155,8 +155,8 @@ flags:
 	if err != nil {
 		return err
 	}
-	return goTest("tune", []string{"test", "-C", jobsDir(root), "-tags", "jobs", "-run", "^TestTune$", "-count=1", "-timeout", "0",
-		"-args", "-tune-state=" + dir, "-parallel=" + strconv.Itoa(*parallel)}, stdout, stderr)
+	return goTest("tune", jobRun{dir: jobsDir(root), test: "TestTune",
+		args: []string{"-tune-state=" + dir, "-parallel=" + strconv.Itoa(*parallel)}}, stdout, stderr)
 }
 
 // tuneSettings reads the flags that say what the tune runs on.
