@@ -55,6 +55,14 @@ tagged-%:
 JOBS_PKGS = ./lab/jobs ./internal/docscheck
 vet:
 	go vet ./... && go vet -tags jobs $(JOBS_PKGS) && CGO_ENABLED=0 go vet ./agent/encoder/openh264/...
+# TEST_FLAGS are go test's in every part below. make vet has vetted every
+# package and its tests with all of go vet's analyzers, so go test's own
+# vet (a subset of them) is off: it ran again for each build of the tests,
+# plain, race and fuzz-instrumented, each time with every dependency's
+# facts (190 s of CPU of a clean run's 1850; only the constant of the two
+# race-tagged test files goes unvetted). -ldflags=-w leaves out the test
+# binaries' DWARF, which only a debugger reads (a third of a link).
+TEST_FLAGS = -vet=off -ldflags=-w
 # The tests that judge real time (delays, rates and latencies through real
 # sockets, kernel links and VNC servers against their bounds) measure the
 # machine as well as the lab: on 2 cores shared with other test binaries
@@ -84,9 +92,9 @@ unit:
 	@$(MAKE) --no-print-directory unit-shared
 	@$(MAKE) --no-print-directory unit-alone
 unit-shared:
-	go test -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS)
+	go test $(TEST_FLAGS) -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS)
 unit-alone:
-	go test -run '^($(RACE_LEFT))$$' ./cmd/lab && go test -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test -run '^$(DOCS_RUN)$$' ./internal/docscheck && go test -tags jobs -run '^$$' ./lab/jobs
+	go test $(TEST_FLAGS) -run '^($(RACE_LEFT))$$' ./cmd/lab && go test $(TEST_FLAGS) -p 1 -run '$(TIMING_TESTS)' $(TIMING_PKGS) && go test $(TEST_FLAGS) -run '^$(DOCS_RUN)$$' ./internal/docscheck && go test $(TEST_FLAGS) -tags jobs -run '^$$' ./lab/jobs
 
 # The race detector over the packages where goroutines meet outside a
 # synctest bubble's single-threaded replay: netem (links, the real-time
@@ -108,28 +116,30 @@ RACE_PKGS = ./netem ./netem/relay ./netem/nat ./netem/kernel ./internal/connect 
 # leaves both out (59 s of a clean CI run); make unit runs them.
 RACE_SKIP = ^(TestLabTest|TestLabTestOwnTraceSegment|$(TIMING_NAMES))$$
 race:
-	go test -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
-	go test -race -skip '$(RACE_SKIP)' -run 'RealTime|Capture|Kernel' ./lab
+	go test $(TEST_FLAGS) -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	go test $(TEST_FLAGS) -race -skip '$(RACE_SKIP)' -run 'RealTime|Capture|Kernel' ./lab
 
-# fuzz runs every fuzz target (func FuzzX in a _test.go file) for FUZZTIME,
-# one target per call as go test requires. The budget is a count of inputs,
-# not a duration: with a duration, Go 1.26's fuzzing coordinator can report
-# "context deadline exceeded" as a failure when the deadline meets a busy
-# worker (fixed in Go 1.27). 2000 inputs take 0.5-8 s a target here. Almost
-# all of the stage is building: every package a fuzzed test imports, the
-# standard library too, compiled again with coverage instrumentation, then
-# a link per target. The first package (FUZZ_FIRST, the one with the
-# fewest imports) runs alone and so compiles the instrumented standard
-# library once; then FUZZ_JOBS packages at a time (a package's targets one
-# after another), since a link or a small package's compile keeps one core
-# busy; each package's output is printed whole when it is done. A failure
-# fails the stage once every package has run.
+# fuzz runs every fuzz target (func FuzzX in a _test.go file outside
+# testdata, where the docs' check keeps its made-up tests) for FUZZTIME, one
+# target per call as go test requires; a name the test binary does not know
+# as a fuzz target fails the stage rather than fuzzing nothing. The budget
+# is a count of inputs, not a duration: with a duration, Go 1.26's fuzzing
+# coordinator can report "context deadline exceeded" as a failure when the
+# deadline meets a busy worker (fixed in Go 1.27). 2000 inputs take 0.5-8 s
+# a target here. Almost all of the stage is building: every package a fuzzed
+# test imports, the standard library too, compiled again with coverage
+# instrumentation, then a link per target. The first package (FUZZ_FIRST,
+# the one with the fewest imports) runs alone and so compiles the
+# instrumented standard library once; then FUZZ_JOBS packages at a time (a
+# package's targets one after another), since a link or a small package's
+# compile keeps one core busy; each package's output is printed whole when
+# it is done. A failure fails the stage once every package has run.
 FUZZTIME ?= 2000x
 FUZZ_JOBS ?= 2
 FUZZ_FIRST = ./internal/wire
 fuzz:
 	@$(MAKE) --no-print-directory fuzz-pkg PKG=$(FUZZ_FIRST)
-	@grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u | grep -vx '$(FUZZ_FIRST)' | \
+	@grep -rl --include='*_test.go' --exclude-dir=testdata '^func Fuzz' . | xargs -n1 dirname | sort -u | grep -vx '$(FUZZ_FIRST)' | \
 	  xargs -P $(FUZZ_JOBS) -I{} $(MAKE) --no-print-directory fuzz-pkg PKG={}
 
 # fuzz-pkg runs the fuzz targets of one package (PKG), one after another,
@@ -138,8 +148,9 @@ fuzz:
 fuzz-pkg:
 	@out=$$(mktemp); status=0; \
 	for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $(PKG)/*_test.go); do \
-	  echo "go test -run '^$$' -fuzz '^$$target$$' -fuzztime $(FUZZTIME) $(PKG)" >> $$out; \
-	  go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $(PKG) >> $$out 2>&1 || { status=1; break; }; \
+	  echo "go test $(TEST_FLAGS) -run '^$$' -fuzz '^$$target$$' -fuzztime $(FUZZTIME) $(PKG)" >> $$out; \
+	  go test $(TEST_FLAGS) -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $(PKG) >> $$out 2>&1 || { status=1; break; }; \
+	  if grep -q 'no fuzz tests to fuzz' $$out; then echo "$(PKG): $$target is not a fuzz target of its test binary" >> $$out; status=1; break; fi; \
 	done; cat $$out; rm -f $$out; exit $$status
 
 # bounds runs every library scenario 10 times at its seed and 10 times at

@@ -36,52 +36,12 @@ func TestSourceListingMatchesTestList(t *testing.T) {
 	write("go.mod", "module example.com/m\n\ngo 1.26\n")
 	// What the examples are of, for go vet (go test -c runs it).
 	write("p/p.go", "package p\n\nfunc WithOutput() {}\nfunc NoOutput()   {}\nfunc Empty()      {}\nfunc ish()        {}\n")
-	write("p/a_test.go", `package p
-
-import (
-	"fmt"
-	"testing"
-)
-
-func TestA(t *testing.T)      {}
-func Test(t *testing.T)       {}
-func Test_under(t *testing.T) {}
-func Test1(t *testing.T)      {}
-func TestÄrger(t *testing.T)  {}
-func Testé(n int)             {}
-func Testify()                {}
-func BenchmarkB(b *testing.B) {}
-func Benchmarkish(n int)      {}
-func FuzzF(f *testing.F)      {}
-func Fuzzy()                  {}
-
-type S struct{}
-
-func (S) TestMethod(t *testing.T) {}
-
-func ExampleWithOutput() {
-	fmt.Println("x")
-	// Output: x
-}
-
-func ExampleNoOutput() { fmt.Println("x") }
-
-func ExampleEmpty() {
-	// Output:
-}
-
-func Example_unordered() {
-	fmt.Println("b")
-	fmt.Println("a")
-	// Unordered output:
-	// a
-	// b
-}
-
-func Exampleish() {
-	// Output:
-}
-`)
+	// The file of edge cases is kept in testdata, not in a string here:
+	// make fuzz finds fuzz targets by their "func Fuzz" lines, and its
+	// FuzzF (not a fuzz target of this package) would be fuzzed.
+	edges, err := os.ReadFile(filepath.Join("testdata", "madeup", "p", "a_test.go"))
+	require.NoError(t, err)
+	write("p/a_test.go", string(edges))
 	write("p/main_test.go", `package p
 
 import "testing"

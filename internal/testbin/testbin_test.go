@@ -115,6 +115,32 @@ func TestBuildSaysWhyItFailed(t *testing.T) {
 	src := t.TempDir()
 	module(t, src, `"`) // a quote: the test file does not compile
 	_, _, err := Build(context.Background(), src, nil, nil, Options{CacheDir: t.TempDir()})
-	require.ErrorContains(t, err, "go test -c -o")
+	require.ErrorContains(t, err, "go test -c -vet=off -o")
 	require.ErrorContains(t, err, "hello_test.go")
+}
+
+// Build does not vet: a test file that go vet refuses (a Printf verb of
+// the wrong type) still builds. The lab's CI vets the lab's source; for a
+// user, vet before each build of a job or of the exact guest only cost
+// time (the guest's, a vet of every package for WebAssembly).
+func TestBuildDoesNotVet(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "go.mod"), []byte("module example.com/hello\n\ngo 1.26\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "hello_test.go"), []byte(`package hello
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestHello(t *testing.T) { fmt.Printf("%d\n", "vetted") }
+`), 0o644))
+	vet := exec.Command("go", "vet", ".")
+	vet.Dir = src
+	out, err := vet.CombinedOutput()
+	require.Error(t, err, "go vet refuses the file: %s", out)
+	bin, remove, err := Build(context.Background(), src, nil, nil, Options{CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	defer remove()
+	require.Contains(t, output(t, bin), "vetted")
 }
