@@ -22,22 +22,16 @@ readme:
 # every fuzz target for 2000 inputs; go test ./... alone is the quick part.
 # After vet, three parts run side by side, each line of their output
 # prefixed with its part's name: the unit tests that share the cores
-# (unit-shared), the race detector's (race) and the fuzzing, which ends
-# first, then the unit tests that wait for the others' builds (fuzz-late:
-# fuzz, then unit-late). One after another, each left a core idle for much
-# of its time (tests waiting on servers, sessions in real time and
-# subprocesses; links, which use one core; docs/performance.md has a clean
-# run's figures, both ways). Then the tests that need the cores to
-# themselves (unit-alone). A part that fails fails the run once the others
-# are done.
+# (unit-shared), the race detector's (race) and the fuzzing (fuzz). One
+# after another, each left a core idle for much of its time (tests waiting
+# on servers, sessions in real time and subprocesses; links, which use
+# one core; docs/performance.md has a clean run's figures, both ways).
+# Then the tests that need the cores to themselves (unit-alone). A part
+# that fails fails the run once the others are done.
 test: vet
-	@$(MAKE) --no-print-directory -j3 tagged-unit-shared tagged-race tagged-fuzz-late
+	@$(MAKE) --no-print-directory -j3 tagged-unit-shared tagged-race tagged-fuzz
 	@$(MAKE) --no-print-directory unit-alone
-.PHONY: vet unit unit-shared unit-late unit-alone race fuzz fuzz-late
-
-# fuzz-late runs make fuzz, then make unit-late, and fails when either does.
-fuzz-late:
-	@status=0; $(MAKE) --no-print-directory fuzz || status=1; $(MAKE) --no-print-directory unit-late || status=1; exit $$status
+.PHONY: vet unit unit-shared unit-alone race fuzz
 
 # tagged-PART runs make PART with each line of its output prefixed with
 # PART's name; it fails when PART does (bash's pipefail).
@@ -88,41 +82,34 @@ TIMING_PKGS = ./lab ./cmd/lab ./netem/kernel ./lab/ccgrid ./lab/vnc
 # their own tests did at the same time, with nothing yet in the cache;
 # after them it only links.
 DOCS_RUN = TestDocumentedTestCommandsRun
-# The packages the race detector covers (RACE_PKGS) run their tests under it
-# alone, in make race, all but RACE_SKIP's; unit runs none of theirs but
-# those race leaves out: the exact sessions of RACE_LEFT (in make
-# unit-late), the timing tests, and TestShellTraffic, whose figures are
-# judged only without the detector (with the timing tests, in make
-# unit-alone). Running all of them twice cost their run again (warm:
-# netem/kernel's 20 s, cmd/lab's 17 s beside RACE_LEFT's 11.5 s).
+# The packages the race detector covers (RACE_PKGS) run their tests under
+# it alone, in make race, all but RACE_SKIP's; unit runs none of theirs but
+# those race leaves out (the timing tests, and the exact sessions of
+# RACE_LEFT, run after the other unit tests in make unit-shared, since they
+# keep the cores busy) and TestShellTraffic, whose figures are judged only
+# without the detector (with the timing tests, in make unit-alone): running
+# all of them twice cost their run again (warm: netem/kernel's 20 s,
+# cmd/lab's 17 s beside RACE_LEFT's 11.5 s).
 RACE_LEFT = TestLabTest|TestLabTestOwnTraceSegment
 MODULE = github.com/nuvirahub/latencylab
 UNIT_PKGS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(RACE_PKGS)),$(shell go list ./...))
 unit:
 	@$(MAKE) --no-print-directory unit-shared
-	@$(MAKE) --no-print-directory unit-late
 	@$(MAKE) --no-print-directory unit-alone
 unit-shared:
 	go test $(TEST_FLAGS) -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS)
-# unit-late is what runs after the fuzzing, beside the rest, in make test:
-# the exact sessions the race run leaves out, the docs' check, the
-# jobs-tagged compile and the timing tests' binaries. Each only links by
-# then, from what vet and the other parts compiled (had they started with
-# the rest, they would have compiled the same packages beside them); at
-# the end of unit-shared, they ran one after another on a machine the
-# other parts had left (46 s).
-unit-late:
 	go test $(TEST_FLAGS) -run '^($(RACE_LEFT))$$' ./cmd/lab
 	go test $(TEST_FLAGS) -run '^$(DOCS_RUN)$$' ./internal/docscheck
 	go test $(TEST_FLAGS) -tags jobs -run '^$$' ./lab/jobs
 	@$(MAKE) --no-print-directory timing-bins
 
-# The timing tests' binaries (TIMING_BIN, a file per package) are linked in
-# make unit-late, beside the other parts' work, and make unit-alone runs
-# them one after another, each in its package's folder as go test would: go
-# test -p 1 linked each package's binary between the runs, 20 s of one busy
-# core on an otherwise idle machine. go test -c leaves an up-to-date binary
-# as it is, so unit-alone's own timing-bins links nothing after unit-late's.
+# The timing tests' binaries (TIMING_BIN, a file per package) are linked
+# at the end of make unit-shared, beside the other parts' work, and
+# make unit-alone runs them one after another, each in its package's
+# folder as go test would: go test -p 1 linked each package's binary
+# between the runs, 20 s of one busy core on an otherwise idle machine.
+# go test -c leaves an up-to-date binary as it is, so unit-alone's own
+# timing-bins links nothing after unit-shared's.
 TIMING_BIN = $(CURDIR)/out/timing-bin
 .PHONY: timing-bins
 timing-bins:
