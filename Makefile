@@ -96,8 +96,14 @@ UNIT_PKGS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(RACE_PKGS)),$(shell go lis
 unit:
 	@$(MAKE) --no-print-directory unit-shared
 	@$(MAKE) --no-print-directory unit-alone
+# UNIT_P is how many of unit-shared's builds and test binaries run at once.
+# go test's default, one per core, let lab (about 300 s) and lab/cluster
+# (about 400 s, most of it waiting for its processes and the exact guest's
+# build) hold both slots, so that every package after them in the list ran
+# only once the race and fuzz parts were done and the cores were idle.
+UNIT_P ?= 4
 unit-shared:
-	go test $(TEST_FLAGS) -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS)
+	go test $(TEST_FLAGS) -p $(UNIT_P) -skip '^($(TIMING_NAMES)|$(DOCS_RUN))$$' $(UNIT_PKGS)
 	go test $(TEST_FLAGS) -run '^($(RACE_LEFT))$$' ./cmd/lab
 	go test $(TEST_FLAGS) -run '^$(DOCS_RUN)$$' ./internal/docscheck
 	go test $(TEST_FLAGS) -tags jobs -run '^$$' ./lab/jobs
