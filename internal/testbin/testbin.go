@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nuvirahub/latencylab/internal/filelock"
 )
@@ -83,6 +84,7 @@ func Build(ctx context.Context, dir string, flags, env []string, o Options) (bin
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("go %s in %s: %w\n%s", strings.Join(cmd.Args[1:], " "), dir, err, out)
 	}
+	pruneRuns(folder, time.Now().Add(-staleRun))
 	own, err := os.MkdirTemp(folder, "run-")
 	if err != nil {
 		return "", nil, err
@@ -131,4 +133,20 @@ func copyFile(dst, src string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// staleRun is how old a caller's folder must be before a later build
+// removes it: a caller removes its own when done, so one left behind is a
+// process that was killed first (a day is longer than any lab job runs).
+const staleRun = 24 * time.Hour
+
+// pruneRuns removes the run-* folders in folder last changed before
+// cutoff. Errors are ignored: a folder it cannot remove costs only disk.
+func pruneRuns(folder string, cutoff time.Time) {
+	runs, _ := filepath.Glob(filepath.Join(folder, "run-*"))
+	for _, r := range runs {
+		if fi, err := os.Stat(r); err == nil && fi.ModTime().Before(cutoff) {
+			os.RemoveAll(r)
+		}
+	}
 }

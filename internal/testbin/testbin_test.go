@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -143,4 +144,30 @@ func TestHello(t *testing.T) { fmt.Printf("%d\n", "vetted") }
 	require.NoError(t, err)
 	defer remove()
 	require.Contains(t, output(t, bin), "vetted")
+}
+
+// A caller's folder left behind by a killed process (older than a day) is
+// removed by a later build; a running caller's, however old its binary,
+// is not touched while it is younger than that.
+func TestBuildRemovesFoldersOfKilledCallers(t *testing.T) {
+	src, cache := t.TempDir(), t.TempDir()
+	module(t, src, "hello")
+	bin, remove, err := Build(context.Background(), src, nil, nil, Options{CacheDir: cache})
+	require.NoError(t, err)
+	defer remove()
+	folder := filepath.Dir(filepath.Dir(bin))
+	stale, fresh := filepath.Join(folder, "run-killed"), filepath.Join(folder, "run-running")
+	require.NoError(t, os.Mkdir(stale, 0o755))
+	require.NoError(t, os.Mkdir(fresh, 0o755))
+	old := time.Now().Add(-25 * time.Hour)
+	require.NoError(t, os.Chtimes(stale, old, old))
+	recent := time.Now().Add(-23 * time.Hour)
+	require.NoError(t, os.Chtimes(fresh, recent, recent))
+
+	_, remove2, err := Build(context.Background(), src, nil, nil, Options{CacheDir: cache})
+	require.NoError(t, err)
+	defer remove2()
+	require.NoDirExists(t, stale)
+	require.DirExists(t, fresh)
+	require.FileExists(t, bin, "the first caller's binary")
 }
