@@ -84,12 +84,11 @@ TIMING_PKGS = ./lab ./cmd/lab ./netem/kernel ./lab/ccgrid ./lab/vnc
 DOCS_RUN = TestDocumentedTestCommandsRun
 # The packages the race detector covers (RACE_PKGS) run their tests under
 # it alone, in make race, all but RACE_SKIP's; unit runs none of theirs but
-# those race leaves out (the timing tests, and the exact sessions of
-# RACE_LEFT, run after the other unit tests in make unit-shared, since they
-# keep the cores busy) and TestShellTraffic, whose figures are judged only
-# without the detector (with the timing tests, in make unit-alone): running
-# all of them twice cost their run again (warm: netem/kernel's 20 s,
-# cmd/lab's 17 s beside RACE_LEFT's 11.5 s).
+# those race leaves out: the exact sessions of RACE_LEFT (at the end of make
+# unit-shared, since they keep the cores busy), the timing tests, and
+# TestShellTraffic, whose figures are judged only without the detector
+# (both in make unit-alone). Running all of them twice cost their run again
+# (warm: netem/kernel's 20 s, cmd/lab's 17 s beside RACE_LEFT's 11.5 s).
 RACE_LEFT = TestLabTest|TestLabTestOwnTraceSegment
 MODULE = github.com/nuvirahub/latencylab
 UNIT_PKGS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(RACE_PKGS)),$(shell go list ./...))
@@ -116,17 +115,21 @@ unit-shared:
 # between the runs, 20 s of one busy core on an otherwise idle machine.
 # go test -c leaves an up-to-date binary as it is, so unit-alone's own
 # timing-bins links nothing after unit-shared's.
+# TIMING_BIN_OF is, in the loops below, the binary of the package in the
+# shell's $p: ./lab/vnc's is lab-vnc.test (lab and cmd/lab are both
+# lab.test to go test -c).
 TIMING_BIN = $(CURDIR)/out/timing-bin
+TIMING_BIN_OF = $(TIMING_BIN)/$$(echo $${p\#./} | tr / -).test
 .PHONY: timing-bins
 timing-bins:
 	@mkdir -p $(TIMING_BIN)
 	@for p in $(TIMING_PKGS); do \
-	  go test $(TEST_FLAGS) -c -o $(TIMING_BIN)/$$(echo $${p#./} | tr / -).test $$p || exit 1; \
+	  go test $(TEST_FLAGS) -c -o $(TIMING_BIN_OF) $$p || exit 1; \
 	done
 unit-alone: timing-bins
 	@status=0; for p in $(TIMING_PKGS); do \
 	  began=$$(date +%s%N); \
-	  if (cd $$p && $(TIMING_BIN)/$$(echo $${p#./} | tr / -).test -test.run '$(TIMING_TESTS)' -test.timeout 10m -test.paniconexit0); \
+	  if (cd $$p && $(TIMING_BIN_OF) -test.run '$(TIMING_TESTS)' -test.timeout 10m -test.paniconexit0); \
 	  then ms=$$(( ($$(date +%s%N) - began) / 1000000 )); printf 'ok  \t%s\t%d.%03ds\n' $$p $$((ms / 1000)) $$((ms % 1000)); \
 	  else echo "FAIL	$$p"; status=1; fi; \
 	done; exit $$status
