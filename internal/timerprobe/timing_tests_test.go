@@ -31,27 +31,8 @@ func TestRealTimeTestsRequireTheirTimers(t *testing.T) {
 
 	calls := map[string]bool{} // test name -> calls Require
 	for _, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*_test.go"))
-		require.NoError(t, err)
-		for _, file := range files {
-			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-			require.NoError(t, err)
-			for _, d := range f.Decls {
-				fn, ok := d.(*ast.FuncDecl)
-				if !ok || fn.Recv != nil || fn.Body == nil {
-					continue
-				}
-				found := false
-				ast.Inspect(fn.Body, func(n ast.Node) bool {
-					if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Require" {
-						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "timerprobe" {
-							found = true
-						}
-					}
-					return !found
-				})
-				calls[fn.Name.Name] = calls[fn.Name.Name] || found
-			}
+		for name, called := range testFuncs(t, filepath.Join(root, dir)) {
+			calls[name] = calls[name] || called
 		}
 	}
 	for _, name := range want {
@@ -59,4 +40,77 @@ func TestRealTimeTestsRequireTheirTimers(t *testing.T) {
 		require.True(t, ok, "%s: no such test in %v", name, dirs)
 		require.True(t, called, "%s is a real-time test: it calls timerprobe.Require first, with the timer lateness it tolerates", name)
 	}
+}
+
+// testFuncs returns the functions of the test files in dir, each with
+// whether it calls timerprobe.Require.
+func testFuncs(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	require.NoError(t, err)
+	calls := map[string]bool{}
+	for _, file := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Body == nil {
+				continue
+			}
+			found := false
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Require" {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "timerprobe" {
+						found = true
+					}
+				}
+				return !found
+			})
+			calls[fn.Name.Name] = calls[fn.Name.Name] || found
+		}
+	}
+	return calls
+}
+
+// The Makefile's schedule of the timing tests (TIMING_FIRST, TIMING_A and
+// TIMING_B: package:Test,Test entries) runs each test of TIMING_TESTS once,
+// from the package that defines it: a test renamed, moved or added to
+// TIMING_NAMES without a place in the schedule would otherwise run nowhere
+// (its binary finds no test to run and passes).
+func TestTimingScheduleRunsEveryTimingTest(t *testing.T) {
+	root := filepath.Join("..", "..")
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(TIMING_[A-Z_]+) = (.+)$`).FindAllSubmatch(mk, -1) {
+		vars[string(m[1])] = string(m[2])
+	}
+	for _, v := range []string{"TIMING_NAMES", "TIMING_TESTS", "TIMING_PKGS", "TIMING_FIRST", "TIMING_A", "TIMING_B"} {
+		require.NotEmpty(t, vars[v], "the Makefile's %s", v)
+	}
+	tests := strings.NewReplacer("$(TIMING_NAMES)", vars["TIMING_NAMES"], "^(", "", ")$$", "").Replace(vars["TIMING_TESTS"])
+	want := strings.Split(tests, "|")
+	require.Contains(t, want, "TestEnginesAgree", "TIMING_TESTS is read, with TIMING_NAMES in it")
+	require.Contains(t, want, "TestShellTraffic")
+
+	pkgs := strings.Fields(vars["TIMING_PKGS"])
+	scheduled := map[string]string{} // test -> its entry
+	for _, v := range []string{"TIMING_FIRST", "TIMING_A", "TIMING_B"} {
+		for _, entry := range strings.Fields(vars[v]) {
+			pkg, names, ok := strings.Cut(entry, ":")
+			require.True(t, ok, "%s: %q is package:Test,Test", v, entry)
+			require.Contains(t, pkgs, pkg, "%s: %s's binary is built (TIMING_PKGS)", v, pkg)
+			defined := testFuncs(t, filepath.Join(root, pkg))
+			for _, name := range strings.Split(names, ",") {
+				_, ok := defined[name]
+				require.True(t, ok, "%s: %s defines no %s", v, pkg, name)
+				require.NotContains(t, scheduled, name, "%s: %s runs twice (%s)", v, name, scheduled[name])
+				scheduled[name] = entry
+			}
+		}
+	}
+	for _, name := range want {
+		require.Contains(t, scheduled, name, "%s is a timing test (TIMING_TESTS) the schedule never runs", name)
+	}
+	require.Len(t, scheduled, len(want), "the schedule runs only TIMING_TESTS's tests: %v", scheduled)
 }
