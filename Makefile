@@ -68,20 +68,22 @@ TEST_FLAGS = -vet=off -ldflags=-w
 # machine as well as the lab: on 2 cores shared with other test binaries
 # they miss their bounds. They run after the rest (make unit-alone), with
 # the machine to themselves but for each other, in the order below
-# (TIMING_FIRST, then TIMING_A beside TIMING_B; each entry a package and
-# its tests, run as one binary).
+# (TIMING_FIRST, then TIMING_A, TIMING_B and TIMING_C side by side; each
+# entry a package and its tests, run as one binary).
 TIMING_NAMES = TestEnginesAgree|TestTrafficRealTime|TestShellMeasures|TestRunKernelTraffic|TestIperf3MatchesBulk|TestHostPairReachesHostServers|TestRunQUICCell|TestX11vncLatency|TestDelayMatchesLink
 # TestEnginesAgree holds its two real-time engines' media medians to each
 # other within 1 ms, and TestDelayMatchesLink a median round trip to 2 ms
 # (its timers' p99 too): they run alone. Beside another package's tests,
 # the engines' difference grew from 0.1-0.3 ms alone to 0.3-0.6 ms (three
-# iperf3 flows) and 1.1 ms (cmd/lab's 5000 datagrams a second). The rest keep less than
-# half a core busy each (a third of a core on average: 57 s of CPU over
-# 147 s), so they run two at a time: what is waiting on real time, not on
-# the cores, overlaps (147 s one at a time, about 90 s so).
+# iperf3 flows) and 1.1 ms (cmd/lab's 5000 datagrams a second). The rest
+# keep less than half a core busy each (a third of a core on average: 57 s
+# of CPU over 147 s), so they run three at a time, in streams of about
+# 43 s each: what waits on real time, not on the cores, overlaps (147 s one
+# package at a time; 89-91 s in two streams; 72-74 s so).
 TIMING_FIRST = ./netem/kernel:TestDelayMatchesLink ./lab:TestEnginesAgree
-TIMING_A = ./lab:TestTrafficRealTime ./cmd/lab:TestShellMeasures
-TIMING_B = ./cmd/lab:TestRunKernelTraffic,TestShellTraffic ./netem/kernel:TestHostPairReachesHostServers,TestIperf3MatchesBulk ./lab/vnc:TestX11vncLatency ./lab/ccgrid:TestRunQUICCell
+TIMING_A = ./lab:TestTrafficRealTime ./lab/vnc:TestX11vncLatency
+TIMING_B = ./cmd/lab:TestShellMeasures ./lab/ccgrid:TestRunQUICCell
+TIMING_C = ./netem/kernel:TestHostPairReachesHostServers,TestIperf3MatchesBulk ./cmd/lab:TestRunKernelTraffic,TestShellTraffic
 # TIMING_TESTS is every test the schedule runs (the docs' check leaves
 # them to it): the timing tests and TestShellTraffic, whose figures are
 # judged only without the race detector. A test holds the schedule to it.
@@ -142,16 +144,18 @@ timing-bins:
 unit-alone: timing-bins
 	@status=0; \
 	$(MAKE) --no-print-directory timing-runs RUNS='$(TIMING_FIRST)' || status=1; \
-	$(MAKE) --no-print-directory -k -j2 timing-a timing-b || status=1; \
+	$(MAKE) --no-print-directory -k -j3 timing-a timing-b timing-c || status=1; \
 	exit $$status
-.PHONY: timing-a timing-b timing-runs
+.PHONY: timing-a timing-b timing-c timing-runs
 timing-a:
 	@$(MAKE) --no-print-directory timing-runs RUNS='$(TIMING_A)'
 timing-b:
 	@$(MAKE) --no-print-directory timing-runs RUNS='$(TIMING_B)'
+timing-c:
+	@$(MAKE) --no-print-directory timing-runs RUNS='$(TIMING_C)'
 # timing-runs runs RUNS (package:Test,Test entries) one after another, each
 # in its package's folder as go test would, and prints each one's output
-# whole when it ends (two of them share the terminal), then its time. A
+# whole when it ends (three of them share the terminal), then its time. A
 # binary that finds none of its tests fails (it would pass, testing
 # nothing).
 timing-runs:

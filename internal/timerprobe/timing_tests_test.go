@@ -1,6 +1,7 @@
 package timerprobe
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -72,8 +73,8 @@ func testFuncs(t *testing.T, dir string) map[string]bool {
 	return calls
 }
 
-// The Makefile's schedule of the timing tests (TIMING_FIRST, TIMING_A and
-// TIMING_B: package:Test,Test entries) runs each test of TIMING_TESTS once,
+// The Makefile's schedule of the timing tests (TIMING_FIRST, then TIMING_A,
+// TIMING_B and TIMING_C side by side: package:Test,Test entries) runs each test of TIMING_TESTS once,
 // from the package that defines it: a test renamed, moved or added to
 // TIMING_NAMES without a place in the schedule would otherwise run nowhere
 // (its binary finds no test to run and passes).
@@ -85,7 +86,8 @@ func TestTimingScheduleRunsEveryTimingTest(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^(TIMING_[A-Z_]+) = (.+)$`).FindAllSubmatch(mk, -1) {
 		vars[string(m[1])] = string(m[2])
 	}
-	for _, v := range []string{"TIMING_NAMES", "TIMING_TESTS", "TIMING_PKGS", "TIMING_FIRST", "TIMING_A", "TIMING_B"} {
+	schedule := []string{"TIMING_FIRST", "TIMING_A", "TIMING_B", "TIMING_C"}
+	for _, v := range append([]string{"TIMING_NAMES", "TIMING_TESTS", "TIMING_PKGS"}, schedule...) {
 		require.NotEmpty(t, vars[v], "the Makefile's %s", v)
 	}
 	tests := strings.NewReplacer("$(TIMING_NAMES)", vars["TIMING_NAMES"], "^(", "", ")$$", "").Replace(vars["TIMING_TESTS"])
@@ -95,7 +97,7 @@ func TestTimingScheduleRunsEveryTimingTest(t *testing.T) {
 
 	pkgs := strings.Fields(vars["TIMING_PKGS"])
 	scheduled := map[string]string{} // test -> its entry
-	for _, v := range []string{"TIMING_FIRST", "TIMING_A", "TIMING_B"} {
+	for _, v := range schedule {
 		for _, entry := range strings.Fields(vars[v]) {
 			pkg, names, ok := strings.Cut(entry, ":")
 			require.True(t, ok, "%s: %q is package:Test,Test", v, entry)
@@ -108,6 +110,16 @@ func TestTimingScheduleRunsEveryTimingTest(t *testing.T) {
 				scheduled[name] = entry
 			}
 		}
+	}
+	// make unit-alone runs each list: TIMING_FIRST itself, the others
+	// through their targets (timing-a for TIMING_A), side by side.
+	recipe := regexp.MustCompile(`(?m)^unit-alone:.*\n((?:\t.*\n)+)`).FindSubmatch(mk)
+	require.NotNil(t, recipe, "the Makefile's unit-alone")
+	require.Contains(t, string(recipe[1]), "RUNS='$(TIMING_FIRST)'")
+	for _, v := range schedule[1:] {
+		target := "timing-" + strings.ToLower(strings.TrimPrefix(v, "TIMING_"))
+		require.Regexp(t, `-j`+fmt.Sprint(len(schedule)-1)+` [a-z -]*\b`+target+`\b`, string(recipe[1]), "unit-alone runs %s beside the others", target)
+		require.Regexp(t, `(?m)^`+target+`:\n\t@\$\(MAKE\) --no-print-directory timing-runs RUNS='\$\(`+v+`\)'$`, string(mk), "%s runs %s", target, v)
 	}
 	for _, name := range want {
 		require.Contains(t, scheduled, name, "%s is a timing test (TIMING_TESTS) the schedule never runs", name)
