@@ -54,10 +54,11 @@ func measureRun(t *testing.T, cfg Config) *result.Run {
 
 // x11vnc's update latency on a clean LAN, and on the documented bad
 // network (25 ms each way, 1% loss, 5 Mbit/s): the run completes, and the
-// median grows by at least the round trip the network adds.
+// median grows by at least the 25 ms one way the network adds.
 func TestX11vncLatency(t *testing.T) {
 	requireVNC(t, true, X11vnc)
-	// Dozens of updates in 4 s and a 50 ms rise: 20 ms.
+	// Dozens of updates in 4 s and a rise of 25 ms at least (50-72 ms
+	// measured): 20 ms.
 	timerprobe.Require(t, 20*time.Millisecond)
 	lan := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: X11vnc, Encoding: rfb.EncodingZRLE,
 		Duration: 4 * time.Second, Screen: "mix"})
@@ -65,8 +66,15 @@ func TestX11vncLatency(t *testing.T) {
 	bad := measureRun(t, Config{Scenario: libraryScenario(t, "lossy-fixed-bitrate"), Server: X11vnc, Encoding: rfb.EncodingZRLE,
 		Duration: 4 * time.Second, Screen: "mix"})
 	require.Greater(t, bad.Summary.Displayed, 5)
-	require.GreaterOrEqual(t, bad.Summary.Latency.Median-lan.Summary.Latency.Median, 50*time.Millisecond,
-		"25 ms each way adds at least 50 ms of round trip to every update (the client asks, the server answers)")
+	// Every update crosses the 25 ms one way down. The client asks for the
+	// next update only once it has the last (one request outstanding), so a
+	// version drawn while no request waits at the server also waits for the
+	// request's 25 ms up, and the 5 Mbit/s cap stretches every transfer:
+	// the median grew by 50-72 ms (8 runs, 2026-12-02), but only the one way
+	// is owed by every update: a bound at the round trip (50 ms) was met
+	// by 0.2 ms in one run, by the chance of when the versions fell.
+	require.GreaterOrEqual(t, bad.Summary.Latency.Median-lan.Summary.Latency.Median, 25*time.Millisecond,
+		"25 ms one way adds at least 25 ms to every update")
 }
 
 // A still screen: after the desktop's first update the server changes
