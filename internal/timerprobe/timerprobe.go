@@ -6,8 +6,9 @@
 // cores shared with other work), those waits stretch, latencies grow and
 // flows slow, and a test's bounds on them measure the machine instead of
 // the lab. Require measures the timers before the test runs and fails it,
-// loudly, when they are later than the test can tolerate, saying so with
-// the figure; it then watches them while the test runs, and when the test
+// loudly, when they are later than the test can tolerate in three
+// measures in a row (one can catch a passing burst), saying so with the
+// figures; it then watches them while the test runs, and when the test
 // fails, says whether the timers were too late meanwhile, so that a failure
 // caused by a burst of load is named as such.
 package timerprobe

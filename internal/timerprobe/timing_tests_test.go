@@ -74,10 +74,11 @@ func testFuncs(t *testing.T, dir string) map[string]bool {
 }
 
 // The Makefile's schedule of the timing tests (TIMING_FIRST, then TIMING_A,
-// TIMING_B and TIMING_C side by side: package:Test,Test entries) runs each test of TIMING_TESTS once,
-// from the package that defines it: a test renamed, moved or added to
-// TIMING_NAMES without a place in the schedule would otherwise run nowhere
-// (its binary finds no test to run and passes).
+// TIMING_B and TIMING_C side by side: package:Test,Test entries) runs each
+// test of TIMING_TESTS once, from the package that defines it. make
+// timing-runs fails an entry whose binary finds none of its tests, but a
+// test added to TIMING_NAMES and to no entry would run nowhere, unit-shared
+// and race skipping it too.
 func TestTimingScheduleRunsEveryTimingTest(t *testing.T) {
 	root := filepath.Join("..", "..")
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))

@@ -70,7 +70,7 @@ func TestX11vncLatency(t *testing.T) {
 	// next update only once it has the last (one request outstanding), so a
 	// version drawn while no request waits at the server also waits for the
 	// request's 25 ms up, and the 5 Mbit/s cap stretches every transfer:
-	// the median grew by 50-72 ms (8 runs, 2026-12-02), but only the one way
+	// the median grew by 50-72 ms (12 runs, 2026-12-02), but only the one way
 	// is owed by every update: a bound at the round trip (50 ms) was met
 	// by 0.2 ms in one run, by the chance of when the versions fell.
 	require.GreaterOrEqual(t, bad.Summary.Latency.Median-lan.Summary.Latency.Median, 25*time.Millisecond,
