@@ -238,6 +238,15 @@ BOUNDS_GROUP ?=
 bounds:
 	go test -C lab -run '^TestLibrarySpread$$' -count=1 -timeout 0 -args -spread $(BOUNDS_RUNS) -spread-doc -spread-group=$(BOUNDS_GROUP)
 
+# policies runs the lossy, mobile, cellular and rmcat groups under each of
+# the viewer's policies (drop, wait, keyframe, refresh) at two seeds, and
+# the real encoder's twins with frames held back under the three it can
+# take, and rewrites docs/policies.md's tables and plots. About 5 minutes
+# on 2 cores.
+.PHONY: policies
+policies:
+	go test -C lab -run '^TestPolicies$$' -count=1 -timeout 0 -args -policies-doc
+
 # rmcat runs RFC 8867's test cases (the rmcat group, docs/rmcat.md) with each
 # scenario's own controller, judged, and again with the other (abr <-> gcc),
 # prints the two side by side and rewrites the table in docs/rmcat.md. About

@@ -29,6 +29,7 @@ type control struct {
 	mu       sync.Mutex
 	reports  []wire.Report
 	keyframe atomic.Bool
+	refresh  atomic.Bool
 	bad      atomic.Int64 // control messages refused
 }
 
@@ -71,6 +72,8 @@ func (c *control) serve(st *quic.Stream) error {
 			}
 		case *wire.KeyframeRequest:
 			c.keyframe.Store(true)
+		case *wire.RefreshRequest:
+			c.refresh.Store(true)
 		}
 	}
 }
@@ -78,6 +81,10 @@ func (c *control) serve(st *quic.Stream) error {
 // takeKeyframeRequest reports whether a keyframe was asked for since the
 // last call.
 func (c *control) takeKeyframeRequest() bool { return c.keyframe.Swap(false) }
+
+// takeRefreshRequest reports whether a rolling refresh was asked for
+// since the last call.
+func (c *control) takeRefreshRequest() bool { return c.refresh.Swap(false) }
 
 // received returns a copy of the reports received so far.
 func (c *control) received() []wire.Report {

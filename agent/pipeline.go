@@ -70,6 +70,16 @@ func (p *pipeline) prepare() {
 	if p.control.takeKeyframeRequest() {
 		a.enc.RequestKeyframe()
 	}
+	if p.control.takeRefreshRequest() {
+		// An encoder without a rolling refresh repairs with a keyframe
+		// (the lab refuses the refresh policy with such an encoder, so a
+		// result never names a repair that did not happen).
+		if r, ok := a.enc.(encoder.Refresher); ok {
+			r.RequestRefresh()
+		} else {
+			a.enc.RequestKeyframe()
+		}
+	}
 }
 
 // rateSkip asks the encoder's rate control whether to skip the new image
@@ -282,6 +292,12 @@ func (p *pipeline) emit(ctx context.Context, f *capture.Frame, conv *capture.Con
 	}
 	if fr.Pass > 0 {
 		h.Flags |= wire.FlagRefine
+	}
+	if fr.RefreshBegin {
+		h.Flags |= wire.FlagRefreshBegin
+	}
+	if fr.RefreshEnd {
+		h.Flags |= wire.FlagRefreshEnd
 	}
 	a.cfg.Recorder.Update(seq, func(g *groundtruth.Frame) {
 		g.Pass, g.Keyframe, g.Bytes, g.Quality = fr.Pass, fr.Keyframe, fr.Bytes, fr.Quality

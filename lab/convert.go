@@ -134,6 +134,7 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	}
 	s.Viewer.Present = sc.Viewer.Present
 	s.Viewer.OldShowEveryFrame = sc.Switches.OldShowEveryFrame
+	s.Viewer.Policy = viewer.Policy(sc.Viewer.Policy)
 	s.AgentClock = HostClock{Offset: sc.Clocks.Agent.Offset, DriftPPM: sc.Clocks.Agent.DriftPPM}
 	s.ViewerClock = HostClock{Offset: sc.Clocks.Viewer.Offset, DriftPPM: sc.Clocks.Viewer.DriftPPM}
 	if s.Traffic, err = convertTraffic(sc, s.Viewer); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
+	"github.com/nuvirahub/latencylab/viewer"
 )
 
 // One engine, three clocks, one answer: the same sessions over the
@@ -73,7 +74,13 @@ const (
 	engineQUICPayload = 1280
 )
 
-// The bounds. They come from three runs of this test on the shared 2-core
+// The bounds. They were set on the whole latency (capture to display), when
+// the viewer dropped a late frame and asked for nothing; since it follows
+// the reference chain the test compares the network part under the wait
+// policy (median 28.49 ms virtual, 28.86 proxy, 29.09 kernel; p95 28.50,
+// 29.33, 29.73 ms, one run on 2026-12-02), which the real-time timers'
+// lateness touches less, so the bounds hold with more room. They came from
+// three runs of this test on the shared 2-core
 // machine (load average 3.5, the real-time runs side by side as here), 4
 // seeds each, against 20 seeds of the virtual runs:
 //
@@ -172,7 +179,7 @@ func TestEnginesAgree(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				res, err := RunSession(engineMediaSession(seed))
 				require.NoError(t, err)
-				virtual[seed].latencies = res.Latencies(engineMediaFrom)
+				virtual[seed].latencies = networkLatencies(res, engineMediaFrom)
 			})
 		})
 		t.Run(fmt.Sprintf("virtual/bulk/seed%d", seed), func(t *testing.T) {
@@ -220,7 +227,7 @@ func TestEnginesAgree(t *testing.T) {
 							errs <- fmt.Errorf("media, seed %d: %w", seed, err)
 							return
 						}
-						f.latencies = res.Latencies(engineMediaFrom)
+						f.latencies = networkLatencies(res, engineMediaFrom)
 					})
 					wg.Go(func() {
 						b, err := e.bulk(t.Context(), seed)
@@ -326,6 +333,21 @@ func compareEngines(t *testing.T, name string, header int, virtual, got map[uint
 	require.GreaterOrEqual(t, meanRatio, 1-engineGoodputLoss, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
 }
 
+// networkLatencies are the network parts (end of encoding to arrival) of
+// the frames displayed that were captured from from on: what the engines
+// deliver, without the viewer's waits for a frame held back, which its
+// policy decides and which would make the engines' small differences in
+// delivery large.
+func networkLatencies(r *Result, from time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, f := range r.Displayed() {
+		if f.Captured.Sub(r.Start) >= from {
+			out = append(out, f.Network())
+		}
+	}
+	return out
+}
+
 // pct is the nearest-rank quantile of ds, as the scenario measures take it.
 func pct(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
@@ -343,6 +365,11 @@ func engineMediaSession(seed uint64) Session {
 		Uplink: netem.DocumentedBadLink(), Downlink: netem.DocumentedBadLink(),
 		// The budget's sizes: a video at the bitrate, whatever the content.
 		Agent: agent.Config{Controller: agent.Fixed{Bps: engineMediaBps}, Software: budgetPreset()},
+		// Frames decoded in order, so that no keyframe is asked for: the
+		// engines' delivery is what is compared. Under drop, one frame
+		// reordered more or less by an engine breaks the reference chain
+		// once more, and the keyframe asked for changes the traffic.
+		Viewer: viewer.Config{Policy: viewer.PolicyWait},
 	}
 }
 

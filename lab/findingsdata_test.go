@@ -144,7 +144,8 @@ func checkTable(t *testing.T, table string, record []recordRow, lib []*scenarios
 				continue
 			}
 			parts++
-			require.True(t, slices.ContainsFunc(lab, func(s string) bool { return strings.HasPrefix(s, sc.Name+": ") }), "%s: the part of %s, which cites it", r.ID, sc.Name)
+			prefix := fmt.Sprintf("%s (viewer policy %s): ", sc.Name, policyOf(sc))
+			require.True(t, slices.ContainsFunc(lab, func(s string) bool { return strings.HasPrefix(s, prefix) }), "%s: the part of %s, which cites it under its policy", r.ID, sc.Name)
 			require.Contains(t, cmds, fmt.Sprintf("`go test ./lab -run 'Library/%s$' -v`", sc.Name), "%s: %s's command", r.ID, sc.Name)
 		}
 		if slices.Contains(codecIDs, r.ID) {

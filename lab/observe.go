@@ -36,6 +36,9 @@ func (o metricsObserver) FrameChanged(before, after groundtruth.Frame) {
 	}
 	if before.Displayed.IsZero() && !after.Displayed.IsZero() {
 		o.m.FrameDisplayed(after.Latency())
+		if after.Damaged {
+			o.m.FrameDamaged()
+		}
 	}
 }
 
@@ -46,6 +49,8 @@ func (o metricsObserver) EventRecorded(e groundtruth.Event) {
 		o.m.FrameSkipped(e.Reason)
 	case result.EventDrop:
 		o.m.FrameDropped(e.Reason)
+	case result.EventAsk:
+		o.m.RepairAsked(e.Reason)
 	}
 }
 

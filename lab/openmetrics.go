@@ -124,6 +124,9 @@ func replay(m *metrics.Metrics, r *result.Run, from, to time.Duration) {
 		}
 		if happened(f.Displayed) {
 			m.FrameDisplayed(f.Latency)
+			if f.Damaged {
+				m.FrameDamaged()
+			}
 		}
 	}
 	for _, e := range r.Events {
@@ -135,6 +138,8 @@ func replay(m *metrics.Metrics, r *result.Run, from, to time.Duration) {
 			m.FrameSkipped(e.Reason)
 		case result.EventDrop:
 			m.FrameDropped(e.Reason)
+		case result.EventAsk:
+			m.RepairAsked(e.Reason)
 		}
 	}
 	for _, d := range r.Decisions {

@@ -61,7 +61,7 @@ func TestReal(t *testing.T) {
 			t.Parallel()
 			sc := realScenario(t, name)
 			require.Equal(t, []string{"real"}, sc.Groups)
-			r := runReal(t, sc)
+			r := runRealOnce(t, sc) // TestModelMatchesRealTwins's seed-1 run too
 			for _, c := range r.Checks {
 				if !c.Pass {
 					t.Errorf("%s:%d: expectation not met: %s", sc.File, c.Line, c)

@@ -436,7 +436,12 @@ func TestRunSameSeedAgrees(t *testing.T) {
 		(sa.Latency.P95 - sb.Latency.P95).Abs(), 100*rel(sa.Latency.P95, sb.Latency.P95), sa.Displayed-sb.Displayed)
 	require.Less(t, rel(sa.Latency.Median, sb.Latency.Median), 0.02, "median")
 	require.Less(t, rel(sa.Latency.P95, sb.Latency.P95), 0.5, "p95: the tail moves with the losses")
-	require.InDelta(t, sa.Displayed, sb.Displayed, float64(sa.Displayed)*0.03)
+	// Since the viewer follows the reference chain, a frame a loss holds
+	// back breaks it and the keyframe asked for costs frames, so which
+	// frames a loss hits moves the count: 499-537 over 14 runs of seed 7
+	// (2026-12-02). Judged by the bound rule: within a factor of sqrt 2.
+	da, db := float64(sa.Displayed), float64(sb.Displayed)
+	require.LessOrEqual(t, max(da, db), math.Sqrt2*min(da, db), "displayed")
 	require.InDelta(t, sa.BitrateMean, sb.BitrateMean, sa.BitrateMean*0.01)
 	// Freezes are a count of rare events, and native runs of a seed are
 	// judged by the bound rule, not to the frame: within a factor of sqrt

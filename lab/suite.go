@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
+	"github.com/nuvirahub/latencylab/viewer"
 )
 
 // SuiteEntry is one scenario's outcome in a suite run.
@@ -71,7 +73,8 @@ func SummaryTable(entries []SuiteEntry) string {
 
 // ReproductionTable is the full reproduction table, made from a suite run:
 // for every finding its class, the documented figure, what the library's
-// scenarios that cite it measured against their expectations, the evidence
+// scenarios that cite it measured against their expectations, each under
+// its viewer policy, the evidence
 // measured outside them, the codec lab's reference rows (codec, by finding
 // ID, from the run of codecDate), why the class is what it is, and the
 // commands that show it.
@@ -99,7 +102,7 @@ func ReproductionTable(findings []Finding, entries []SuiteEntry, codec map[strin
 					}
 					cs = append(cs, c.String()+mark)
 				}
-				lab = append(lab, fmt.Sprintf("%s: %s", e.Scenario.Name, strings.Join(cs, "; ")))
+				lab = append(lab, fmt.Sprintf("%s (viewer policy %s): %s", e.Scenario.Name, policyOf(e.Scenario), strings.Join(cs, "; ")))
 			}
 		}
 		for _, ev := range f.Evidence {
@@ -140,6 +143,13 @@ func ClassCounts(findings []Finding) string {
 		}
 	}
 	return fmt.Sprintf("%d findings: %s.\n\n%s\n", len(findings), strings.Join(parts, ", "), strings.Join(lists, "\n"))
+}
+
+// policyOf names the viewer policy a scenario runs under (viewer.policy,
+// drop when it says none): a finding that holds under one policy may not
+// under another (docs/policies.md).
+func policyOf(sc *scenarios.Scenario) string {
+	return cmp.Or(sc.Viewer.Policy, string(viewer.PolicyDrop))
 }
 
 func escape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

@@ -151,6 +151,7 @@ var nameLists = map[string]func() []string{
 	"directions":    func() []string { return Directions },
 	"framesizes":    func() []string { return FrameSizes },
 	"congestions":   func() []string { return Congestions },
+	"policies":      func() []string { return ViewerPolicies },
 }
 
 // measureNames lists the names of Measurements.

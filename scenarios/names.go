@@ -49,6 +49,13 @@ var FlowKinds = []string{"quic-bulk", "tcp-bulk", "cbr", "web", "session", "reve
 // target.
 var FrameSizes = []string{"calibrated", "budget"}
 
+// ViewerPolicies are what the viewer may do with a frame that arrives
+// after a newer one (viewer.policy): drop it and show the damaged pictures
+// after it until a keyframe (the default), wait for it, ask for a keyframe
+// at once and hold the last whole picture, or repair with a rolling intra
+// refresh.
+var ViewerPolicies = []string{"drop", "wait", "keyframe", "refresh"}
+
 // Directions are the links a flow's data can cross: down (agent ->
 // viewer) and up.
 var Directions = []string{"down", "up"}

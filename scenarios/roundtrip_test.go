@@ -111,7 +111,7 @@ func TestEveryKey(t *testing.T) {
 			RefineEvery:  100 * time.Millisecond,
 		},
 		Viewer: Viewer{Decode: &Dist{List: []time.Duration{3 * time.Millisecond, 4 * time.Millisecond}},
-			Refresh: 60, Present: 8 * time.Millisecond},
+			Refresh: 60, Present: 8 * time.Millisecond, Policy: "wait"},
 		Clocks: Clocks{Agent: Clock{Offset: 3 * time.Second, DriftPPM: 50},
 			Viewer: Clock{Offset: -time.Second, DriftPPM: -20}},
 		Controller: Controller{Kind: "abr", Bitrate: 4_000_000, Min: 500_000, Max: 8_000_000,

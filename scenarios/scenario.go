@@ -390,6 +390,10 @@ type Viewer struct {
 	Refresh float64 `yaml:"refresh" format:"hz" hint:" (leave refresh out to present frames as soon as they are decoded)"`
 	// Present is how long a present takes.
 	Present time.Duration `yaml:"present"`
+	// Policy is what the viewer does with a frame that arrives after a
+	// newer one and how it repairs a broken reference chain: drop (the
+	// default), wait, keyframe or refresh (docs/policies.md).
+	Policy string `yaml:"policy" expected:"a viewer policy: {names}" names:"policies"`
 }
 
 // Clocks offset the two PCs' clocks from true time (N1).
@@ -559,6 +563,12 @@ var Measurements = []Measurement{
 	{"quality.final", UnitFraction, "quality figure of the last frame displayed (N15)"},
 	{"quality.psnr.median", UnitRatio, "median quality shown, in dB: the luma PSNR of the viewer's decoded picture against the captured one, over the frames displayed (a real encoder, openh264-real)"},
 	{"quality.psnr.min", UnitRatio, "lowest of the same"},
+	{"frames.damaged", UnitCount, "frames displayed with a damaged picture: decoded onto a broken reference chain (a frame they depend on was dropped or lost), until a keyframe or a rolling refresh repaired it"},
+	{"damaged.time", UnitDuration, "time the display showed a damaged picture: from each damaged frame's display to the next frame's"},
+	{"damaged.longest", UnitDuration, "the longest stretch of the same, damaged pictures one after another"},
+	{"keyframes.asked", UnitCount, "keyframe requests the viewer sent (a broken chain, a lost frame)"},
+	{"keyframes.sent", UnitCount, "keyframes the agent sent, the first one included"},
+	{"refreshes.asked", UnitCount, "rolling intra refresh requests the viewer sent (viewer.policy refresh)"},
 	{"refinements", UnitCount, "refinement passes sent (N15)"},
 	{"utilisation", UnitFraction, "video bytes delivered / link capacity over the window (rate-capped links)"},
 	{"utilisation.sent", UnitShare, "video bytes handed to QUIC / the downlink's capacity over the window (rate-capped links); above 100% when the video outran the link"},

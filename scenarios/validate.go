@@ -348,6 +348,13 @@ func (v validator) agent() {
 			v.errf("agent.frame_sizes", []string{"agent.encoder"}, "frame_sizes does not apply to %s: its frames are a real encoder's bytes, not the H.264 model's", a.Encoder)
 		}
 	}
+	if pol := v.s.Viewer.Policy; pol != "" {
+		if msg := checkName(pol, "viewer policy", "", ViewerPolicies); msg != "" {
+			v.rep("viewer.policy", nil, msg)
+		} else if pol == "refresh" && (IsRealPreset(a.Encoder) || isLossless(a.Encoder)) {
+			v.errf("viewer.policy", []string{"agent.encoder"}, "refresh needs an encoder with a rolling intra refresh: the H.264 model has one, %s has none (use drop, wait or keyframe)", a.Encoder)
+		}
+	}
 	if isLossless(a.Encoder) {
 		// A real codec's encode time is a model of its measured
 		// throughput, and it has no bitrate to restart on (N16).

@@ -71,6 +71,11 @@ type Config struct {
 	// ("overtaken"), and so is a frame that arrives after a newer one was
 	// already decoded ("late").
 	OldShowEveryFrame bool
+	// Policy is what the viewer does with a frame that arrives after a
+	// newer one, and how it repairs a broken reference chain (Policy*);
+	// empty is PolicyDrop. With OldShowEveryFrame no frame is late: every
+	// one is decoded in arrival order.
+	Policy Policy
 
 	// ReportEvery is the report period; 0 means DefaultReportEvery.
 	ReportEvery time.Duration
@@ -100,6 +105,9 @@ func (c Config) withDefaults() (Config, error) {
 		if d.v < 0 {
 			return c, fmt.Errorf("%w: %s is negative (%v)", ErrConfig, d.name, d.v)
 		}
+	}
+	if err := c.Policy.validate(); err != nil {
+		return c, fmt.Errorf("%w: Policy: %w", ErrConfig, err)
 	}
 	if c.ClockBurst < 0 {
 		return c, fmt.Errorf("%w: ClockBurst is negative (%d)", ErrConfig, c.ClockBurst)

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/wire"
 )
 
@@ -27,7 +27,7 @@ const keyframeRetry = 100 * time.Millisecond
 type control struct {
 	st *quic.Stream
 
-	mu sync.Mutex // serialises writes; guards the fields below
+	mu chanLock // serialises writes; guards the fields below
 	// probes holds the send instant (viewer's clock) of every probe not
 	// yet answered: the viewer trusts its own T1, not the echo.
 	probes      map[uint32]time.Time
@@ -36,8 +36,20 @@ type control struct {
 }
 
 func newControl(st *quic.Stream) *control {
-	return &control{st: st, probes: map[uint32]time.Time{}}
+	return &control{st: st, mu: make(chanLock, 1), probes: map[uint32]time.Time{}}
 }
+
+// chanLock is a mutex made of a channel. A write can block on the
+// stream's flow control while others wait for the lock; in a synctest
+// bubble a goroutine waiting on a channel is durably blocked and one
+// waiting on a sync.Mutex is not, so with a sync.Mutex the bubble's clock
+// would stop for good, and with it the network that would bring the
+// credit the write waits for (the viewer asks for keyframes often on a
+// lossy link, and each ask is a write under the lock).
+type chanLock chan struct{}
+
+func (l chanLock) Lock()   { l <- struct{}{} }
+func (l chanLock) Unlock() { <-l }
 
 // send writes one message.
 func (c *control) send(m wire.Message) error {
@@ -76,6 +88,18 @@ func (v *Viewer) probe() error {
 // requestKeyframe asks the agent for an intra frame after a broken one,
 // unless a request is already outstanding and recent.
 func (v *Viewer) requestKeyframe() {
+	v.request(&wire.KeyframeRequest{}, AskKeyframe, func(c *Counters) { c.KeyframeRequests++ })
+}
+
+// requestRefresh asks the agent for a rolling intra refresh, unless a
+// request (of either repair) is already outstanding and recent.
+func (v *Viewer) requestRefresh() {
+	v.request(&wire.RefreshRequest{}, AskRefresh, func(c *Counters) { c.RefreshRequests++ })
+}
+
+// request sends a repair request, at most one per keyframeRetry until
+// the repair starts arriving, and records it.
+func (v *Viewer) request(m wire.Message, what string, count func(*Counters)) {
 	c := v.ctl
 	c.mu.Lock()
 	now := time.Now()
@@ -84,16 +108,18 @@ func (v *Viewer) requestKeyframe() {
 		return
 	}
 	c.keyframeAsk = now
-	err := c.write(&wire.KeyframeRequest{})
+	err := c.write(m)
 	c.mu.Unlock()
 	if err != nil {
 		v.stop(err)
 		return
 	}
-	v.counters.add(func(c *Counters) { c.KeyframeRequests++ })
+	v.counters.add(count)
+	v.cfg.Recorder.Event(groundtruth.Event{At: now, Kind: EventAsk, Reason: what})
 }
 
-// keyframeArrived clears the outstanding request: the next broken frame
+// keyframeArrived clears the outstanding request when a repair (a
+// keyframe, or a refresh's first frame) arrives: the next broken frame
 // asks again at once.
 func (v *Viewer) keyframeArrived() {
 	v.ctl.mu.Lock()

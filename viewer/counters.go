@@ -23,6 +23,14 @@ const (
 	ReasonLate = "late"
 )
 
+// EventAsk is the ground-truth event kind of every request for a repair
+// the viewer sends; its reason is AskKeyframe or AskRefresh.
+const (
+	EventAsk    = "ask"
+	AskKeyframe = "keyframe"
+	AskRefresh  = "refresh"
+)
+
 // EventDrop is the ground-truth event kind of every drop.
 const EventDrop = "drop"
 
@@ -37,8 +45,11 @@ type Counters struct {
 	Decoded, Displayed int64
 	// Dropped counts frames never displayed, by reason (Reason*).
 	Dropped map[string]int64
-	// KeyframeRequests counts requests sent to the agent.
-	KeyframeRequests int64
+	// Damaged counts frames decoded onto a broken reference chain.
+	Damaged int64
+	// KeyframeRequests and RefreshRequests count requests for a repair
+	// sent to the agent.
+	KeyframeRequests, RefreshRequests int64
 	// ClockSamples counts clock exchanges completed.
 	ClockSamples int64
 	// Reports counts reports sent.

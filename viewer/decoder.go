@@ -68,39 +68,82 @@ type Decoded struct {
 	NeedKeyframe bool
 }
 
-// decodeLoop is the decoder model: one frame at a time, in arrival order,
-// each costing a duration drawn from Config.Decode. With the N8 fix, a frame
-// older than one already decoded is dropped ("late") instead of decoded:
-// frames travel on separate streams and can arrive out of order, and showing
-// an older image after a newer one would step the picture back in time.
+// decodeLoop is the decoder model: one frame at a time, each costing a
+// duration drawn from Config.Decode, in the order the viewer's policy
+// (Config.Policy, the chain) releases them as they arrive. The chain says
+// which frames are late or superseded, which are decoded onto a damaged
+// picture, and when to ask the agent for a repair.
 func (v *Viewer) decodeLoop(ctx context.Context, cost *dist.Sampler) {
-	var newest uint64 // the highest sequence number decoded
 	for {
 		f, ok := v.decodeQueue.pop(ctx)
 		if !ok {
 			return
 		}
-		if !v.cfg.OldShowEveryFrame && f.h.Seq <= newest {
-			v.drop(f.h.Seq, ReasonLate)
-			continue
+		var s step
+		if f.lost {
+			s = v.chain.broke(f.h.Seq)
+		} else {
+			s = v.chain.arrived(f)
 		}
-		start := time.Now()
-		v.cfg.Recorder.Update(f.h.Seq, func(g *groundtruth.Frame) { g.DecodeStart = start })
-		if !sleep(ctx, cost.Next()) {
-			return
+		for _, d := range s.drops {
+			v.drop(d.seq, d.reason)
 		}
-		done := time.Now()
-		var shown Decoded
-		if dec := v.cfg.Decoder; dec != nil {
-			var err error
-			if shown, err = dec.Decode(f.h.Seq, f.payload); err != nil || shown.NeedKeyframe {
-				v.requestKeyframe()
+		v.ask(s.ask)
+		for _, d := range s.decode {
+			if !v.decode(ctx, d, cost) {
+				return
 			}
-			f.payload = nil
 		}
-		v.cfg.Recorder.Update(f.h.Seq, func(g *groundtruth.Frame) { g.Decoded, g.PSNR = done, shown.PSNR })
-		v.counters.add(func(c *Counters) { c.Decoded++ })
-		newest = max(newest, f.h.Seq)
-		v.screen.decoded(f)
+	}
+}
+
+// decode decodes one frame the chain released and hands it to the
+// display; false when the session ended meanwhile.
+func (v *Viewer) decode(ctx context.Context, d decodeStep, cost *dist.Sampler) bool {
+	f := d.f
+	start := time.Now()
+	v.cfg.Recorder.Update(f.h.Seq, func(g *groundtruth.Frame) { g.DecodeStart = start })
+	if !sleep(ctx, cost.Next()) {
+		return false
+	}
+	done := time.Now()
+	var shown Decoded
+	if dec := v.cfg.Decoder; dec != nil {
+		var err error
+		if shown, err = dec.Decode(f.h.Seq, f.payload); err != nil || shown.NeedKeyframe {
+			v.ask(v.repair())
+		}
+		f.payload = nil
+	}
+	v.cfg.Recorder.Update(f.h.Seq, func(g *groundtruth.Frame) {
+		g.Decoded, g.PSNR = done, shown.PSNR
+		g.Damaged, g.DamageAge = d.damaged, d.age
+	})
+	v.counters.add(func(c *Counters) {
+		c.Decoded++
+		if d.damaged {
+			c.Damaged++
+		}
+	})
+	v.screen.decoded(f)
+	return true
+}
+
+// repair is the repair the policy asks for when a frame cannot be decoded
+// whole.
+func (v *Viewer) repair() ask {
+	if v.chain.policy == PolicyRefresh {
+		return askRefresh
+	}
+	return askKeyframe
+}
+
+// ask sends the repair the chain asked for, if any.
+func (v *Viewer) ask(a ask) {
+	switch a {
+	case askKeyframe:
+		v.requestKeyframe()
+	case askRefresh:
+		v.requestRefresh()
 	}
 }

@@ -31,6 +31,9 @@ type frame struct {
 	// arrived is the true instant the last byte was read; arrivedLocal
 	// the same on the viewer's clock, for the network part (N12).
 	arrived, arrivedLocal time.Time
+	// lost marks no frame but the news that h.Seq's stream broke (Seq 0:
+	// a frame whose header never parsed), for the decoder's chain.
+	lost bool
 }
 
 // acceptFrames accepts the agent's frame streams, one goroutine each, until
@@ -53,8 +56,9 @@ func (v *Viewer) acceptFrames(ctx context.Context, conn *quic.Conn) {
 // receive reads one frame: header, then exactly Payload bytes. A header
 // that does not parse is a corrupt frame; a stream that ends or is reset
 // before the whole frame is a truncated one. Either is dropped, counted, and
-// answered with a keyframe request, since the frames that follow it refer
-// to an image the decoder never had; the session goes on.
+// passed to the decoder's chain, which asks for the repair its policy
+// makes: the frames that follow it refer to an image the decoder never
+// had. The session goes on.
 func (v *Viewer) receive(ctx context.Context, s *quic.ReceiveStream) {
 	// Reads do not take a context: cancelling the stream is what unblocks
 	// them when the session ends.
@@ -72,7 +76,7 @@ func (v *Viewer) receive(ctx context.Context, s *quic.ReceiveStream) {
 	if err != nil {
 		s.CancelRead(codeBadFrame)
 		v.drop(0, ReasonCorrupt)
-		v.requestKeyframe()
+		v.decodeQueue.push(&frame{lost: true})
 		return
 	}
 	var payload []byte
@@ -96,7 +100,7 @@ func (v *Viewer) receive(ctx context.Context, s *quic.ReceiveStream) {
 	f := &frame{h: h, bytes: wire.FrameHeaderSize + int(h.Payload), payload: payload, arrived: now, arrivedLocal: v.clock.At(now)}
 	v.counters.add(func(c *Counters) { c.Received++ })
 	v.cfg.Recorder.Update(h.Seq, func(g *groundtruth.Frame) { g.Arrived = now })
-	if h.Keyframe() {
+	if h.Keyframe() || h.RefreshBegin() {
 		v.keyframeArrived()
 	}
 	// The ack releases the frame's bytes from the agent's send cap (N8):
@@ -123,5 +127,7 @@ func (v *Viewer) broken(seq uint64, err error) {
 		return
 	}
 	v.drop(seq, ReasonTruncated)
-	v.requestKeyframe()
+	f := &frame{lost: true}
+	f.h.Seq = seq
+	v.decodeQueue.push(f)
 }

@@ -39,6 +39,7 @@ type Viewer struct {
 	ctl         *control
 	stop        func(error) // ends the session with a cause
 	decodeQueue *frameQueue
+	chain       *chain // only the decode loop touches it
 	screen      *screen
 }
 
@@ -48,7 +49,7 @@ func New(cfg Config) (*Viewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Viewer{cfg: cfg, clock: cfg.Clock, decodeQueue: newFrameQueue()}
+	v := &Viewer{cfg: cfg, clock: cfg.Clock, decodeQueue: newFrameQueue(), chain: newChain(cfg.Policy, cfg.OldShowEveryFrame)}
 	v.screen = newScreen(cfg.OldShowEveryFrame, func(f *frame) { v.drop(f.h.Seq, ReasonOvertaken) })
 	return v, nil
 }

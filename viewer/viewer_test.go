@@ -183,7 +183,10 @@ func TestSlowViewer(t *testing.T) {
 // A corrupt frame (bad magic) and a truncated one (its stream reset halfway)
 // are dropped and counted, each brings a keyframe request to the agent, and
 // the frames after them are displayed. A frame held back until newer ones
-// were decoded is dropped as late, without a request: it arrived whole.
+// were decoded is dropped as late (the default policy, drop); the frame
+// decoded in its place had no reference, so it shows a damaged picture and
+// asks for a keyframe too. The pictures are damaged from each break to the
+// keyframe that answers it.
 func TestBrokenFramesAreDroppedAndTheSessionGoesOn(t *testing.T) {
 	cryptotest.SetGlobalRandom(t, 4)
 	synctest.Test(t, func(t *testing.T) {
@@ -195,16 +198,22 @@ func TestBrokenFramesAreDroppedAndTheSessionGoesOn(t *testing.T) {
 
 		c := s.viewer.Counters()
 		require.Equal(t, map[string]int64{viewer.ReasonCorrupt: 1, viewer.ReasonTruncated: 1, viewer.ReasonLate: 1}, c.Dropped)
-		require.Equal(t, int64(2), c.KeyframeRequests)
+		require.Equal(t, int64(3), c.KeyframeRequests)
+		require.Equal(t, 3, s.rec.Count(viewer.EventAsk, viewer.AskKeyframe))
 		require.Equal(t, 1, s.rec.Count(viewer.EventDrop, viewer.ReasonCorrupt))
-		events := s.rec.Events()
-		require.Len(t, events, 3)
-		require.Equal(t, uint64(0), events[0].Seq, "a corrupt header names no frame")
-		require.Equal(t, uint64(60), events[1].Seq, "a truncated frame's header was read")
-		require.Equal(t, uint64(90), events[2].Seq)
+		var drops []groundtruth.Event
+		for _, e := range s.rec.Events() {
+			if e.Kind == viewer.EventDrop {
+				drops = append(drops, e)
+			}
+		}
+		require.Len(t, drops, 3)
+		require.Equal(t, uint64(0), drops[0].Seq, "a corrupt header names no frame")
+		require.Equal(t, uint64(60), drops[1].Seq, "a truncated frame's header was read")
+		require.Equal(t, uint64(90), drops[2].Seq)
 
 		_, _, requests := s.agent.snapshot()
-		require.Len(t, requests, 2)
+		require.Len(t, requests, 3)
 		// The agent answers each request with a keyframe, which clears it:
 		// the next broken frame asks again at once.
 		var keyframes []uint64
@@ -213,7 +222,35 @@ func TestBrokenFramesAreDroppedAndTheSessionGoesOn(t *testing.T) {
 				keyframes = append(keyframes, f.Seq)
 			}
 		}
-		require.Len(t, keyframes, 3)
+		require.Len(t, keyframes, 4)
+		// Damaged from the frame after each break up to the keyframe
+		// that repairs it, and whole everywhere else.
+		repair := func(after uint64) uint64 {
+			for _, k := range keyframes {
+				if k > after {
+					return k
+				}
+			}
+			t.Fatalf("no keyframe after frame %d", after)
+			return 0
+		}
+		var damaged int64
+		for _, f := range s.rec.Frames() {
+			if f.DecodeStart.IsZero() {
+				continue
+			}
+			broken := false
+			for _, b := range []uint64{30, 60, 90} {
+				broken = broken || (f.Seq > b && f.Seq < repair(b))
+			}
+			require.Equal(t, broken, f.Damaged, "frame %d", f.Seq)
+			if f.Damaged {
+				damaged++
+				require.Positive(t, f.DamageAge)
+			}
+		}
+		require.Equal(t, damaged, c.Damaged)
+		require.Positive(t, damaged)
 		for _, f := range s.rec.Frames() {
 			switch {
 			case f.Seq == 30:

@@ -57,6 +57,14 @@ type Encoder interface {
 	Refine() (Frame, error)
 }
 
+// Refresher is an encoder that can repair the viewer's picture with a
+// rolling intra refresh instead of a keyframe: RequestRefresh makes each
+// of its next few frames intra-code a share of the picture, the first
+// marked RefreshBegin and the last RefreshEnd. It never blocks.
+type Refresher interface {
+	RequestRefresh()
+}
+
 // FrameSkipper is an encoder whose rate control skips frames to hold its
 // output to the target bitrate (H264: SkipFrame), as OpenH264's does with
 // frame skipping on. The pipeline asks it before encoding a new image; on
@@ -98,6 +106,9 @@ type Frame struct {
 	// Pass is 0 for a frame of new content and n for the n-th refinement
 	// pass of the same image.
 	Pass int
+	// RefreshBegin and RefreshEnd mark the first and the last frame of a
+	// rolling intra refresh (Refresher).
+	RefreshBegin, RefreshEnd bool
 	// Quality is the quality of the picture the viewer has after decoding
 	// this frame, 0 to 1 (see H264 for the model).
 	Quality float64

@@ -318,14 +318,15 @@ func TestContentDecidesTheSize(t *testing.T) {
 		require.GreaterOrEqual(t, typed.Quality, key.Quality)
 
 		// A keyframe on request: the whole screen again, four budgets of
-		// the time since the last frame.
+		// one frame interval, however long since the last frame (here a
+		// frame and a half).
 		e.RequestKeyframe()
-		time.Sleep(refresh(1))
+		time.Sleep(refresh(1) + refresh(1)/2)
 		again, err := e.Encode(encoder.Input{Image: img, Delta: screen.Delta{From: img.Version, To: img.Version}})
 		require.NoError(t, err)
 		require.True(t, again.Keyframe)
-		span := again.Start.Sub(typed.Start)
-		require.Equal(t, int(math.Ceil(4*encoder.DefaultBitrate*span.Seconds()/8)), again.Bytes)
+		require.Greater(t, again.Start.Sub(typed.Start), refresh(1))
+		require.Equal(t, 20+int(math.Ceil(4*encoder.DefaultBitrate/encoder.DefaultFrameRate/8-20)), again.Bytes)
 		require.Greater(t, again.Bytes, 10*typed.Bytes)
 
 		// A delta that does not start from what the encoder sent: it cannot
@@ -757,4 +758,53 @@ func TestOpenH264PresetsAreCalibrated(t *testing.T) {
 	}
 	require.Equal(t, 60.0, fps[4_000_000], "no frame skipped at 4 Mbit/s")
 	require.Less(t, fps[1_000_000], 10.0, "most frames skipped at 1 Mbit/s")
+}
+
+// A rolling refresh spreads a keyframe's intra cost over RefreshFrames
+// frames of the animation: the first marked RefreshBegin, the last
+// RefreshEnd, each larger than the same frame without it by a share of
+// what a keyframe then spends; a keyframe asked for meanwhile ends it.
+func TestRollingRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		encode := func(refreshAt int, keyAt int) []encoder.Frame {
+			e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) {
+				c.RefreshFrames = 4
+				c.EncodeTime = dist.Constant(0)
+			})
+			scr := newScreen(t, 1, screen.Phase{Source: screen.Animation{}})
+			epoch := time.Now()
+			var frames []encoder.Frame
+			var img screen.Image
+			for k := range 12 {
+				time.Sleep(refresh(int64(k)) - time.Since(epoch))
+				next, d := scr.Since(img.Version, refresh(int64(k)))
+				if k == refreshAt {
+					e.RequestRefresh()
+				}
+				if k == keyAt {
+					e.RequestKeyframe()
+				}
+				f, err := e.Encode(encoder.Input{Image: next, Delta: d})
+				require.NoError(t, err)
+				frames = append(frames, f)
+				img = next
+			}
+			return frames
+		}
+		plain, refreshed := encode(-1, -1), encode(3, -1)
+		for i, f := range refreshed {
+			require.Equal(t, i == 3, f.RefreshBegin, "frame %d", i)
+			require.Equal(t, i == 6, f.RefreshEnd, "frame %d", i)
+			if i >= 3 && i <= 6 {
+				require.Greater(t, f.Bytes, plain[i].Bytes+plain[0].Bytes/4/4, "frame %d carries a share of the intra cost", i)
+			} else {
+				require.Equal(t, plain[i].Bytes, f.Bytes, "frame %d", i)
+			}
+		}
+		cut := encode(3, 5)
+		require.True(t, cut[5].Keyframe)
+		for i, f := range cut[5:] {
+			require.False(t, f.RefreshEnd, "frame %d: the keyframe ended the refresh", i+5)
+		}
+	})
 }

@@ -37,13 +37,16 @@ var (
 	// rmcat).
 	RMCAT = Region{"docs/rmcat.md",
 		"<!-- rmcat:begin (generated: make rmcat) -->", "<!-- rmcat:end -->"}
+	// Policies is the viewer's policies measured (make policies).
+	Policies = Region{"docs/policies.md",
+		"<!-- policies:begin (generated: make policies) -->", "<!-- policies:end -->"}
 	// Codecs is the codec lab's reproduction rows (lab codecs -doc).
 	Codecs = Region{"docs/codecs.md",
 		"<!-- codecs:begin (generated: go run ./cmd/lab codecs -doc docs/codecs.md) -->", "<!-- codecs:end -->"}
 )
 
 // All lists every generated region of the project.
-var All = []Region{Reproduction, ClassCounts, Bounds, RMCAT, Codecs}
+var All = []Region{Reproduction, ClassCounts, Bounds, RMCAT, Codecs, Policies}
 
 // Find returns where the region's content starts and ends in doc, or an
 // error saying which marker is missing, repeated or out of order.

@@ -23,6 +23,12 @@ type Frame struct {
 	// picture after this frame against the one captured for it, in dB;
 	// 0 when nothing judged it.
 	PSNR float64
+	// Damaged: the viewer decoded the frame onto a broken reference chain
+	// (a frame it depends on was never decoded), so the picture it shows
+	// is not the one encoded. DamageAge counts the damaged frames decoded
+	// since the chain broke, this one included.
+	Damaged   bool
+	DamageAge int
 	// ContentAt is when the captured content appeared on the screen.
 	ContentAt time.Time
 	// Version is the version of the screen the frame shows (screen.Image):

@@ -19,6 +19,7 @@ const (
 	TypeReport          Type = 3 // viewer -> agent: latency figures of one period (N1)
 	TypeAck             Type = 4 // viewer -> agent: a frame fully received (N8's send cap)
 	TypeKeyframeRequest Type = 5 // viewer -> agent: the decoder needs an intra frame
+	TypeRefreshRequest  Type = 6 // viewer -> agent: repair the picture with a rolling intra refresh
 )
 
 // Message is a control message.
@@ -68,6 +69,10 @@ type Ack struct {
 // KeyframeRequest asks for an intra frame (a frame was lost or corrupt).
 type KeyframeRequest struct{}
 
+// RefreshRequest asks for a rolling intra refresh: the picture repaired a
+// share at a time over the next frames, instead of in one large keyframe.
+type RefreshRequest struct{}
+
 // Type implements Message.
 func (ClockProbe) Type() Type { return TypeClockProbe }
 
@@ -82,6 +87,9 @@ func (Ack) Type() Type { return TypeAck }
 
 // Type implements Message.
 func (KeyframeRequest) Type() Type { return TypeKeyframeRequest }
+
+// Type implements Message.
+func (RefreshRequest) Type() Type { return TypeRefreshRequest }
 
 func appendTime(b []byte, t time.Time) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(unixNano(t)))
@@ -155,6 +163,9 @@ func (KeyframeRequest) appendBody(b []byte) []byte { return b }
 
 func (*KeyframeRequest) parseBody(b []byte) error { return wantLen(b, 0) }
 
+func (RefreshRequest) appendBody(b []byte) []byte { return b }
+func (*RefreshRequest) parseBody(b []byte) error  { return wantLen(b, 0) }
+
 // ErrBadMessage wraps every reason a control message is refused.
 var ErrBadMessage = errors.New("wire: bad control message")
 
@@ -215,6 +226,8 @@ func ParseMessage(t Type, body []byte) (Message, error) {
 		m = &Ack{}
 	case TypeKeyframeRequest:
 		m = &KeyframeRequest{}
+	case TypeRefreshRequest:
+		m = &RefreshRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown type %d", ErrBadMessage, t)
 	}

@@ -29,7 +29,16 @@ const MaxPayload = 16 << 20
 const (
 	FlagKeyframe = 1 << 0 // an intra frame
 	FlagRefine   = 1 << 1 // a refinement pass over an unchanged image (N15)
+	// FlagRefreshBegin and FlagRefreshEnd mark the first and the last frame
+	// of a rolling intra refresh: the frames between them, in sequence,
+	// each intra-code a share of the picture, so a viewer that decodes all
+	// of them has a whole picture again without a keyframe.
+	FlagRefreshBegin = 1 << 2
+	FlagRefreshEnd   = 1 << 3
 )
+
+// knownFlags are the flags a header may carry.
+const knownFlags = FlagKeyframe | FlagRefine | FlagRefreshBegin | FlagRefreshEnd
 
 // FrameHeader starts each frame's stream; Payload bytes of coded video follow.
 // Times are the agent's own clock (unix nanoseconds), as a real agent stamps
@@ -55,6 +64,12 @@ func (h FrameHeader) Keyframe() bool { return h.Flags&FlagKeyframe != 0 }
 
 // Refine reports whether the frame is a refinement pass.
 func (h FrameHeader) Refine() bool { return h.Flags&FlagRefine != 0 }
+
+// RefreshBegin reports whether the frame starts a rolling intra refresh.
+func (h FrameHeader) RefreshBegin() bool { return h.Flags&FlagRefreshBegin != 0 }
+
+// RefreshEnd reports whether the frame ends a rolling intra refresh.
+func (h FrameHeader) RefreshEnd() bool { return h.Flags&FlagRefreshEnd != 0 }
 
 // AppendFrameHeader appends h's encoding to b.
 func AppendFrameHeader(b []byte, h FrameHeader) []byte {
@@ -84,7 +99,7 @@ func ParseFrameHeader(b []byte) (FrameHeader, error) {
 		return h, fmt.Errorf("%w: version %d, want %d", ErrBadFrame, b[2], Version)
 	}
 	h.Flags = b[3]
-	if h.Flags&^(FlagKeyframe|FlagRefine) != 0 {
+	if h.Flags&^knownFlags != 0 {
 		return h, fmt.Errorf("%w: unknown flags %#x", ErrBadFrame, h.Flags)
 	}
 	h.Seq = binary.BigEndian.Uint64(b[4:])

@@ -64,6 +64,7 @@ func TestControlMessagesRoundTrip(t *testing.T) {
 			NetworkMedian: 20 * time.Millisecond, NetworkMin: 12 * time.Millisecond},
 		&Ack{Seq: 99, Bytes: 4000, Arrived: when.Add(time.Millisecond)},
 		&KeyframeRequest{},
+		&RefreshRequest{},
 	}
 	var buf bytes.Buffer
 	for _, m := range msgs {

@@ -143,6 +143,7 @@ var settingKeys = []settingKey{
 	{"encoder", "the agent's software encoder preset", encoderPreset},
 	{"frame_sizes", "the H.264 model's frame sizes: calibrated (OpenH264's, fitted) or budget (every frame at its share of the target)", frameSizes},
 	{"controller", "the adaptive bitrate controller, abr or gcc, with the scenario's initial bitrate and bounds", controllerKind},
+	{"policy", "the viewer's policy for a frame held back: drop, wait, keyframe or refresh (docs/policies.md)", viewerPolicy},
 }
 
 // SettingKeys lists the keys of Setting, for usage messages.
@@ -231,6 +232,19 @@ func frameSizes(_, value string) (func(*scenarios.Scenario) error, error) {
 			return fmt.Errorf("scenario %s: frame_sizes does not apply to %s, a real encoder", sc.Name, sc.Agent.Encoder)
 		}
 		sc.Agent.FrameSizes = value
+		return nil
+	}, nil
+}
+
+// viewerPolicy sets the viewer's policy for a frame that arrives after a
+// newer one. refresh needs the H.264 model's rolling refresh: a scenario
+// whose encoder has none is refused by its validation, naming it.
+func viewerPolicy(_, value string) (func(*scenarios.Scenario) error, error) {
+	if !slices.Contains(scenarios.ViewerPolicies, value) {
+		return nil, fmt.Errorf("unknown policy %q: expected one of %s", value, strings.Join(scenarios.ViewerPolicies, ", "))
+	}
+	return func(sc *scenarios.Scenario) error {
+		sc.Viewer.Policy = value
 		return nil
 	}, nil
 }
@@ -342,6 +356,8 @@ func (c Config) Changes() map[string]string {
 			key = "agent." + s.Key
 		case "controller":
 			key = "controller.kind"
+		case "policy":
+			key = "viewer.policy"
 		}
 		out[key] = s.Value
 	}

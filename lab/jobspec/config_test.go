@@ -110,6 +110,16 @@ func TestConfigApply(t *testing.T) {
 	require.NoError(t, c.Apply(sc))
 	require.Equal(t, "calibrated", sc.Agent.FrameSizes)
 
+	// policy sets the viewer's policy.
+	c, err = Parse("policy=wait")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"viewer.policy": "wait"}, c.Changes())
+	sc = scenario(t, "abr-lossy")
+	require.NoError(t, c.Apply(sc))
+	require.Equal(t, "wait", sc.Viewer.Policy)
+	_, err = Parse("policy=hold")
+	require.ErrorContains(t, err, `unknown policy "hold": expected one of drop, wait, keyframe, refresh`)
+
 	// The controller setting swaps the adaptive kind, keeping the bounds,
 	// and refuses a scenario without an adaptive controller.
 	c, err = Parse("controller=gcc")

@@ -191,6 +191,20 @@ func OfWith(r *result.Run, name string, from, to time.Duration, p Params) (float
 		return w.psnrQuantile(0.5)
 	case "quality.psnr.min":
 		return w.psnrQuantile(0)
+	case "frames.damaged":
+		return float64(w.damagedFrames()), nil
+	case "damaged.time":
+		total, _ := w.damagedTime()
+		return total.Seconds(), nil
+	case "damaged.longest":
+		_, longest := w.damagedTime()
+		return longest.Seconds(), nil
+	case "keyframes.asked":
+		return float64(w.count(result.EventAsk, "keyframe")), nil
+	case "refreshes.asked":
+		return float64(w.count(result.EventAsk, "refresh")), nil
+	case "keyframes.sent":
+		return float64(w.keyframesSent()), nil
 	case "refinements":
 		return float64(w.refinements()), nil
 	case "utilisation":
@@ -533,6 +547,60 @@ func (w window) psnrQuantile(p float64) (float64, error) {
 	}
 	slices.Sort(db)
 	return quantile.Nearest(db, p), nil
+}
+
+// damagedFrames counts the frames displayed in the window with a damaged
+// picture.
+func (w window) damagedFrames() int {
+	n := 0
+	for _, f := range w.displayedFrames() {
+		if f.Damaged {
+			n++
+		}
+	}
+	return n
+}
+
+// damagedTime is how long the display showed a damaged picture in the
+// window, in all and in the longest stretch: a damaged frame's picture is
+// on the screen from its display until the next frame's display (or the
+// end of the session), and damaged frames displayed one after another
+// make one stretch. The stretches are cut to the window.
+func (w window) damagedTime() (total, longest time.Duration) {
+	disp := w.displayed()
+	var start time.Duration
+	open := false
+	close := func(end time.Duration) {
+		if !open {
+			return
+		}
+		open = false
+		a, b := max(start, w.from), min(end, w.to)
+		if b > a {
+			total += b - a
+			longest = max(longest, b-a)
+		}
+	}
+	for _, f := range disp {
+		if f.Damaged && !open {
+			start, open = f.Displayed, true
+		} else if !f.Damaged {
+			close(f.Displayed)
+		}
+	}
+	close(w.r.Ran)
+	return total, longest
+}
+
+// keyframesSent counts the keyframes the agent sent in the window.
+func (w window) keyframesSent() int {
+	n := 0
+	for _, f := range w.r.Frames {
+		if f.Keyframe && f.Sent > 0 && w.in(f.Sent) {
+			n++
+		}
+	}
+	return n
 }
 
 func (w window) refinements() int {

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -35,6 +36,44 @@ const ms = time.Millisecond
 // late at 1800. Targets: 4 Mbit/s from 0, 2 from 1 s, 3 from 1.5 s. The
 // network changes at 1 s in both directions and at 2.2 s downstream; the
 // downlink is capped at 100 kbit/s in [0, 1 s) and 50 kbit/s in [2 s, 3 s).
+// damaged is handmade with a broken reference chain: frames 1 and 7 are
+// keyframes, 2, 3 and 6 were decoded onto a broken chain; the viewer asked
+// for a keyframe at 120 and 1720 ms and for a refresh at 1730 ms.
+func damaged() *result.Run {
+	r := handmade()
+	for i := range r.Frames {
+		f := &r.Frames[i]
+		switch f.Seq {
+		case 1, 7:
+			f.Keyframe = true
+		case 2, 3, 6:
+			f.Damaged, f.DamageAge = true, int(f.Seq%4)
+		}
+	}
+	r.Events = append(r.Events,
+		result.EventRecord{At: 120 * ms, Kind: result.EventAsk, Reason: "keyframe"},
+		result.EventRecord{At: 1720 * ms, Kind: result.EventAsk, Reason: "keyframe"},
+		result.EventRecord{At: 1730 * ms, Kind: result.EventAsk, Reason: "refresh"})
+	slices.SortStableFunc(r.Events, func(a, b result.EventRecord) int { return cmp.Compare(a.At, b.At) })
+	return r
+}
+
+// The damaged time is cut to the window: from 1 s, the first stretch
+// counts from 1 s to 1.6 s, and a stretch still open at the window's end
+// stops there.
+func TestDamagedTimeCutToTheWindow(t *testing.T) {
+	r := damaged()
+	got, err := Of(r, "damaged.time", time.Second, 0)
+	require.NoError(t, err)
+	require.InDelta(t, 0.600+0.760, got, 1e-9)
+	got, err = Of(r, "damaged.longest", time.Second, 2*time.Second)
+	require.NoError(t, err)
+	require.InDelta(t, 0.600, got, 1e-9)
+	got, err = Of(r, "frames.damaged", time.Second, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1.0, got, "frame 6 only: 2 and 3 were displayed before 1 s")
+}
+
 func handmade() *result.Run {
 	// The quality shown, dB (a real decoder's; frame 5 was not judged).
 	psnr := map[uint64]float64{1: 30, 2: 35, 3: 40, 4: 20, 6: 45, 7: 38}
@@ -662,6 +701,14 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 		"quality.psnr.median":          {run: handmade, want: 38},
 		"quality.psnr.min":             {run: handmade, want: 30},
 		"refinements":                  {run: handmade, want: 2},
+		// Damaged: frames 2 and 3 (on the display from 140 ms until frame
+		// 5 at 1600 ms) and 6 (1760 ms until frame 7 at 2520 ms).
+		"frames.damaged":  {run: damaged, want: 3},
+		"damaged.time":    {run: damaged, want: 1.460 + 0.760},
+		"damaged.longest": {run: damaged, want: 1.460},
+		"keyframes.asked": {run: damaged, want: 2},
+		"keyframes.sent":  {run: damaged, want: 2},
+		"refreshes.asked": {run: damaged, want: 1},
 		// In [0, 320 ms) 10000 bytes sent, 6000 arrived, of 32000 bits
 		// the link could carry.
 		"utilisation":         {run: handmade, to: 320 * ms, want: 48_000.0 / 32_000},

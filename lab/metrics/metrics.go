@@ -38,6 +38,8 @@ const (
 	FramesDisplayed     = "lab_frames_displayed_total"
 	FramesSkipped       = "lab_frames_skipped_total"
 	FramesDropped       = "lab_frames_dropped_total"
+	FramesDamaged       = "lab_frames_damaged_total"
+	RepairsAsked        = "lab_repairs_asked_total"
 	VideoSentBytes      = "lab_video_sent_bytes_total"
 	ABRTargetRate       = "lab_abr_target_rate_bytes_per_second"
 	ABRDecisions        = "lab_abr_decisions_total"
@@ -69,6 +71,8 @@ type Metrics struct {
 	frameLatency, networkLatency prometheus.Histogram
 	framesSent, framesDisplayed  prometheus.Counter
 	framesSkipped, framesDropped *prometheus.CounterVec
+	framesDamaged                prometheus.Counter
+	repairsAsked                 *prometheus.CounterVec
 	sentBytes                    prometheus.Counter
 	target                       prometheus.Gauge
 	decisions                    *prometheus.CounterVec
@@ -113,6 +117,14 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 			Name: FramesDropped,
 			Help: "Frames the viewer dropped without displaying them, by reason.",
 		}, []string{"reason"}),
+		framesDamaged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: FramesDamaged,
+			Help: "Frames the viewer displayed with a damaged picture: decoded onto a broken reference chain.",
+		}),
+		repairsAsked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: RepairsAsked,
+			Help: "Repairs of a broken reference chain the viewer asked the agent for, by kind (keyframe, refresh).",
+		}, []string{"kind"}),
 		sentBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: VideoSentBytes,
 			Help: "Encoded video the agent handed to QUIC; its rate is the send rate.",
@@ -159,6 +171,9 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 	for _, r := range []string{viewer.ReasonCorrupt, viewer.ReasonTruncated, viewer.ReasonOvertaken, viewer.ReasonLate} {
 		m.framesDropped.WithLabelValues(r)
 	}
+	for _, k := range []string{viewer.AskKeyframe, viewer.AskRefresh} {
+		m.repairsAsked.WithLabelValues(k)
+	}
 	for _, r := range []string{abr.RuleDecrease, abr.RuleIncrease, abr.RuleClamp,
 		gcc.RuleDelayDecrease, gcc.RuleDelayIncrease, gcc.RuleDelayAdditive, gcc.RuleLossDecrease, gcc.RuleLossIncrease} {
 		m.decisions.WithLabelValues(r)
@@ -174,7 +189,7 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 	}
 
 	if err := register(reg, labels, m.frameLatency, m.networkLatency, m.framesSent, m.framesDisplayed, m.framesSkipped,
-		m.framesDropped, m.sentBytes, m.target, m.decisions, m.queueBytes, m.queueDelay, m.delivered, m.linkDropped,
+		m.framesDropped, m.framesDamaged, m.repairsAsked, m.sentBytes, m.target, m.decisions, m.queueBytes, m.queueDelay, m.delivered, m.linkDropped,
 		m.flowDelivered, m.flowShare); err != nil {
 		return nil, err
 	}
@@ -259,6 +274,23 @@ func (m *Metrics) FrameDropped(reason string) {
 		return
 	}
 	m.framesDropped.WithLabelValues(reason).Inc()
+}
+
+// FrameDamaged counts a frame the viewer displayed with a damaged picture.
+func (m *Metrics) FrameDamaged() {
+	if m == nil {
+		return
+	}
+	m.framesDamaged.Inc()
+}
+
+// RepairAsked counts a repair the viewer asked for: viewer.AskKeyframe or
+// viewer.AskRefresh.
+func (m *Metrics) RepairAsked(kind string) {
+	if m == nil {
+		return
+	}
+	m.repairsAsked.WithLabelValues(kind).Inc()
 }
 
 // Target sets the controller's bitrate, given in bits per second as the

@@ -28,6 +28,7 @@ import (
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
+	"github.com/nuvirahub/latencylab/viewer"
 )
 
 // squeezed is a short ABR run over a link too narrow for its start: the
@@ -138,15 +139,27 @@ func TestSessionMetrics(t *testing.T) {
 	require.Equal(t, sent, value(t, fams, metrics.VideoSentBytes))
 	require.Equal(t, "metrics-squeezed", fams[metrics.FramesDisplayed].Metric[0].GetLabel()[0].GetValue(), "constant label")
 
-	skips, drops := map[string]int{}, map[string]int{}
+	skips, drops, asks := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, e := range res.Events {
 		switch e.Kind {
 		case result.EventSkip:
 			skips[e.Reason]++
 		case result.EventDrop:
 			drops[e.Reason]++
+		case result.EventAsk:
+			asks[e.Reason]++
 		}
 	}
+	for _, kind := range []string{viewer.AskKeyframe, viewer.AskRefresh} {
+		require.Equal(t, float64(asks[kind]), value(t, fams, metrics.RepairsAsked, "kind", kind), "repairs asked %s", kind)
+	}
+	var damaged int
+	for _, f := range res.Frames {
+		if f.WasDisplayed() && f.Damaged {
+			damaged++
+		}
+	}
+	require.Equal(t, float64(damaged), value(t, fams, metrics.FramesDamaged))
 	for reason, n := range skips {
 		require.Equal(t, float64(n), value(t, fams, metrics.FramesSkipped, "reason", reason), "skipped %s", reason)
 	}

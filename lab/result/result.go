@@ -231,6 +231,12 @@ type FrameRecord struct {
 	// the agent captured for it, luma PSNR in dB (100 for identical
 	// pictures); absent for a model's frame and a frame not decoded.
 	PSNR float64 `json:"psnr_db,omitempty"`
+	// Damaged: the viewer decoded the frame onto a broken reference chain
+	// (a frame it depends on was never decoded), so its picture is not the
+	// one encoded; DamageAge counts the damaged frames decoded since the
+	// chain broke, this one included. Absent for a whole picture.
+	Damaged   bool `json:"damaged,omitempty"`
+	DamageAge int  `json:"damage_age,omitempty"`
 	// Captured, EncodeEnd, Sent, Arrived and Displayed are the frame's
 	// true instants.
 	Captured  time.Duration `json:"captured_ns"`
@@ -256,6 +262,7 @@ func (f FrameRecord) WasDisplayed() bool { return f.Displayed > 0 }
 const (
 	EventSkip = "skip" // the agent skipped a capture (agent.Skip* reasons)
 	EventDrop = "drop" // the viewer dropped a frame (viewer.Reason* reasons)
+	EventAsk  = "ask"  // the viewer asked for a repair ("keyframe" or "refresh")
 )
 
 // EventRecord is a skip or a drop.
