@@ -79,8 +79,10 @@ func TestReal(t *testing.T) {
 			require.NoError(t, err)
 			low, err := measure.Of(r, "quality.psnr.min", 0, 0)
 			require.NoError(t, err)
-			t.Logf("%s: %d frames, %d judged; latency median %v p95 %v, %.1f fps; PSNR median %.2f dB, min %.2f dB",
-				name, len(r.Frames), judged, s.Latency.Median, s.Latency.P95, s.FPS, med, low)
+			ssim, err := measure.Of(r, "quality.ssim.median", 0, 0)
+			require.NoError(t, err)
+			t.Logf("%s: %d frames, %d judged; latency median %v p95 %v, %.1f fps; PSNR median %.2f dB, min %.2f dB; SSIM median %.3f",
+				name, len(r.Frames), judged, s.Latency.Median, s.Latency.P95, s.FPS, med, low, ssim)
 			for _, c := range r.Checks {
 				t.Logf("  %s:%d: %s", sc.File, c.Line, c)
 			}

@@ -77,7 +77,7 @@ func (j *judge) Decode(seq uint64, payload []byte) (viewer.Decoded, error) {
 	j.have = j.have || got
 	d := viewer.Decoded{NeedKeyframe: needKey}
 	if j.have && src != nil && src.W == j.shown.W && src.H == j.shown.H {
-		d.PSNR = yuv.PSNR(src, j.shown)
+		d.PSNR, d.SSIM = yuv.PSNR(src, j.shown), yuv.SSIM(src, j.shown)
 	}
 	return d, nil
 }

@@ -96,7 +96,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 	}
 	for _, f := range res.Frames {
 		fr := result.FrameRecord{
-			Seq: f.Seq, Pass: f.Pass, Version: f.Version, Keyframe: f.Keyframe, Bytes: f.Bytes, Quality: f.Quality, PSNR: f.PSNR,
+			Seq: f.Seq, Pass: f.Pass, Version: f.Version, Keyframe: f.Keyframe, Bytes: f.Bytes, Quality: f.Quality, PSNR: f.PSNR, SSIM: f.SSIM,
 			Damaged: f.Damaged, DamageAge: f.DamageAge,
 			Captured: off(f.Captured), EncodeEnd: off(f.EncodeEnd), Sent: off(f.Sent),
 			Arrived: off(f.Arrived), Displayed: off(f.Displayed),

@@ -563,6 +563,8 @@ var Measurements = []Measurement{
 	{"quality.final", UnitFraction, "quality figure of the last frame displayed (N15)"},
 	{"quality.psnr.median", UnitRatio, "median quality shown, in dB: the luma PSNR of the viewer's decoded picture against the captured one, over the frames displayed (a real encoder, openh264-real)"},
 	{"quality.psnr.min", UnitRatio, "lowest of the same"},
+	{"quality.ssim.median", UnitRatio, "median structural similarity (SSIM, luma, 0 to 1, as ffmpeg's ssim filter computes it) of the viewer's decoded picture to the captured one, over the frames displayed (a real encoder, openh264-real)"},
+	{"quality.ssim.min", UnitRatio, "lowest of the same"},
 	{"frames.damaged", UnitCount, "frames displayed with a damaged picture: decoded onto a broken reference chain (a frame they depend on was dropped or lost), until a keyframe or a rolling refresh repaired it"},
 	{"damaged.time", UnitDuration, "time the display showed a damaged picture: from each damaged frame's display to the next frame's"},
 	{"damaged.longest", UnitDuration, "the longest stretch of the same, damaged pictures one after another"},

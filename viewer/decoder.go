@@ -63,6 +63,9 @@ type Decoded struct {
 	// frame against the picture the agent captured for it, in dB
 	// (yuv.PSNR); 0 when it could not be judged.
 	PSNR float64
+	// SSIM is the same picture's structural similarity to the captured
+	// one, luma, 0 to 1 (yuv.SSIM); meaningful only where PSNR is set.
+	SSIM float64
 	// NeedKeyframe: the decoder cannot go on correctly without a keyframe
 	// (a frame before this one never reached it).
 	NeedKeyframe bool
@@ -116,7 +119,7 @@ func (v *Viewer) decode(ctx context.Context, d decodeStep, cost *dist.Sampler) b
 		f.payload = nil
 	}
 	v.cfg.Recorder.Update(f.h.Seq, func(g *groundtruth.Frame) {
-		g.Decoded, g.PSNR = done, shown.PSNR
+		g.Decoded, g.PSNR, g.SSIM = done, shown.PSNR, shown.SSIM
 		g.Damaged, g.DamageAge = d.damaged, d.age
 	})
 	v.counters.add(func(c *Counters) {

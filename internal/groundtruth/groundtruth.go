@@ -23,6 +23,9 @@ type Frame struct {
 	// picture after this frame against the one captured for it, in dB;
 	// 0 when nothing judged it.
 	PSNR float64
+	// SSIM is the same picture's structural similarity (luma, 0 to 1),
+	// beside PSNR; meaningful only where PSNR is set.
+	SSIM float64
 	// Damaged: the viewer decoded the frame onto a broken reference chain
 	// (a frame it depends on was never decoded), so the picture it shows
 	// is not the one encoded. DamageAge counts the damaged frames decoded

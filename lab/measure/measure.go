@@ -191,6 +191,10 @@ func OfWith(r *result.Run, name string, from, to time.Duration, p Params) (float
 		return w.psnrQuantile(0.5)
 	case "quality.psnr.min":
 		return w.psnrQuantile(0)
+	case "quality.ssim.median":
+		return w.ssimQuantile(0.5)
+	case "quality.ssim.min":
+		return w.ssimQuantile(0)
 	case "frames.damaged":
 		return float64(w.damagedFrames()), nil
 	case "damaged.time":
@@ -547,6 +551,22 @@ func (w window) psnrQuantile(p float64) (float64, error) {
 	}
 	slices.Sort(db)
 	return quantile.Nearest(db, p), nil
+}
+
+// ssimQuantile is a quantile of the structural similarity of the frames
+// displayed in the window that a real decoder judged (those with a PSNR).
+func (w window) ssimQuantile(p float64) (float64, error) {
+	var s []float64
+	for _, f := range w.displayedFrames() {
+		if f.PSNR > 0 {
+			s = append(s, f.SSIM)
+		}
+	}
+	if len(s) == 0 {
+		return 0, fmt.Errorf("%w: no frame displayed in %v with a quality shown (a real encoder and decoder judge it: agent.encoder openh264-real)", ErrNoData, w)
+	}
+	slices.Sort(s)
+	return quantile.Nearest(s, p), nil
 }
 
 // damagedFrames counts the frames displayed in the window with a damaged

@@ -77,8 +77,11 @@ func TestDamagedTimeCutToTheWindow(t *testing.T) {
 func handmade() *result.Run {
 	// The quality shown, dB (a real decoder's; frame 5 was not judged).
 	psnr := map[uint64]float64{1: 30, 2: 35, 3: 40, 4: 20, 6: 45, 7: 38}
+	// Their SSIM (frame 4's never shown; frame 5's, not judged, is 0 and
+	// counts for nothing).
+	ssim := map[uint64]float64{1: 0.5, 2: 0.8, 3: 0.95, 4: 0.1, 6: 0.99, 7: 0.9}
 	frame := func(seq uint64, capt, sent, arr, disp, est time.Duration, bytes int, q float64, pass int) result.FrameRecord {
-		f := result.FrameRecord{Seq: seq, Pass: pass, Bytes: bytes, Quality: q, PSNR: psnr[seq],
+		f := result.FrameRecord{Seq: seq, Pass: pass, Bytes: bytes, Quality: q, PSNR: psnr[seq], SSIM: ssim[seq],
 			Captured: capt * ms, EncodeEnd: sent * ms, Sent: sent * ms, Arrived: arr * ms, Displayed: disp * ms,
 			Network: (arr - sent) * ms, Estimate: est * ms}
 		if disp > 0 {
@@ -700,6 +703,8 @@ func TestMeasureCoversTheCatalogue(t *testing.T) {
 		"quality.final":                {run: handmade, want: 0.95},
 		"quality.psnr.median":          {run: handmade, want: 38},
 		"quality.psnr.min":             {run: handmade, want: 30},
+		"quality.ssim.median":          {run: handmade, want: 0.9},
+		"quality.ssim.min":             {run: handmade, want: 0.5},
 		"refinements":                  {run: handmade, want: 2},
 		// Damaged: frames 2 and 3 (on the display from 140 ms until frame
 		// 5 at 1600 ms) and 6 (1760 ms until frame 7 at 2520 ms).

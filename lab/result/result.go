@@ -231,6 +231,10 @@ type FrameRecord struct {
 	// the agent captured for it, luma PSNR in dB (100 for identical
 	// pictures); absent for a model's frame and a frame not decoded.
 	PSNR float64 `json:"psnr_db,omitempty"`
+	// SSIM is the same picture's structural similarity to the captured one
+	// (luma, 8x8 windows as ffmpeg's ssim filter computes it, 1 for
+	// identical pictures); present where PSNR is.
+	SSIM float64 `json:"ssim,omitempty"`
 	// Damaged: the viewer decoded the frame onto a broken reference chain
 	// (a frame it depends on was never decoded), so its picture is not the
 	// one encoded; DamageAge counts the damaged frames decoded since the
