@@ -118,6 +118,13 @@ const (
 	// realTimeEarly is how much shorter they may be: timers are never
 	// early, so this is only rounding and the links' precise timers' slack.
 	realTimeEarly = 500 * time.Microsecond
+	// engineP95Early is realTimeEarly for the p95 of the network part:
+	// the p95 sits between the frames of one packet and those of two
+	// (28.5 and 30.0 ms in virtual time), and which it lands on moves
+	// between runs of the same seeds (pooled 28.50 ms in one run of the
+	// test, 29.98 ms in the next, 2026-12-02), so a real-time engine's may
+	// come out a step lower: one packet's time on the 5 Mbit/s link, 2 ms.
+	engineP95Early = 2 * time.Millisecond
 	// engineRealMedianTol and engineRealP95Tol bound the difference
 	// between the two real-time engines (measured: 0.1 to 0.26 ms and 0 to
 	// 0.7 ms): several times the run-to-run movement.
@@ -321,14 +328,14 @@ func compareEngines(t *testing.T, name string, header int, virtual, got map[uint
 	meanRatio := sum / float64(len(ratios))
 	t.Logf("pooled: median virtual %v %s %v (%+v); p95 virtual %v %s %v (%+v); goodput ratio %.3f",
 		vMed, name, gMed, gMed-vMed, vP95, name, gP95, gP95-vP95, meanRatio)
-	inLateness := func(what string, v, g, late time.Duration) {
+	inLateness := func(what string, v, g, early, late time.Duration) {
 		t.Helper()
-		if g < v-realTimeEarly || g > v+late {
-			t.Errorf("media %s: virtual %v, %s %v: %+v, outside [-%v, +%v]", what, v, name, g, g-v, realTimeEarly, late)
+		if g < v-early || g > v+late {
+			t.Errorf("media %s: virtual %v, %s %v: %+v, outside [-%v, +%v]", what, v, name, g, g-v, early, late)
 		}
 	}
-	inLateness("median", vMed, gMed, realTimeLatenessMedian)
-	inLateness("p95", vP95, gP95, realTimeLatenessP95)
+	inLateness("median", vMed, gMed, realTimeEarly, realTimeLatenessMedian)
+	inLateness("p95", vP95, gP95, engineP95Early, realTimeLatenessP95)
 	require.LessOrEqual(t, meanRatio, 1+engineGoodputGain, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
 	require.GreaterOrEqual(t, meanRatio, 1-engineGoodputLoss, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
 }

@@ -90,9 +90,9 @@ func ReproductionTable(findings []Finding, entries []SuiteEntry, codec map[strin
 			cmds = append(cmds, "`"+e.Command+"`")
 			switch {
 			case e.Skipped:
-				lab = append(lab, fmt.Sprintf("%s: skipped (%v)", e.Scenario.Name, e.Err))
+				lab = append(lab, fmt.Sprintf("%s (viewer policy %s): skipped (%v)", e.Scenario.Name, policyOf(e.Scenario), e.Err))
 			case e.Result == nil:
-				lab = append(lab, fmt.Sprintf("%s: error: %v", e.Scenario.Name, e.Err))
+				lab = append(lab, fmt.Sprintf("%s (viewer policy %s): error: %v", e.Scenario.Name, policyOf(e.Scenario), e.Err))
 			default:
 				var cs []string
 				for _, c := range e.Result.Checks {
