@@ -167,6 +167,7 @@ func TestRunN16RestartIsOneFreeze(t *testing.T) {
 			Network:    both(lanPhase()),
 			Controller: scenarios.Controller{Kind: "steps", Bitrate: 4_000_000, Steps: []scenarios.Step{{At: 5 * time.Second, Bitrate: 3_200_000}}},
 			Switches:   scenarios.Switches{OldRestartOnBitrateChange: old},
+			Agent:      budget, // the library's sizes: no skipped frame makes a gap of its own
 		}
 		r := runScenario(t, sc)
 		freezes := measured(t, r, "freezes", 0, 0)
@@ -387,7 +388,7 @@ func TestRunResultJSONRoundTrip(t *testing.T) {
 
 // Cancelling the context ends the session early with what it measured.
 func TestRunStopsWhenCancelled(t *testing.T) {
-	sc := &scenarios.Scenario{Name: "long", Seed: 1, Duration: time.Hour, Network: both(lanPhase())}
+	sc := &scenarios.Scenario{Name: "long", Seed: 1, Duration: time.Hour, Network: both(lanPhase()), Agent: budget}
 	cryptotest.SetGlobalRandom(t, sc.Seed)
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), HandshakeLead+1500*ms)

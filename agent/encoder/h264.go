@@ -142,6 +142,11 @@ type Config struct {
 	// the target bitrate (see SkipFrame); zero means DefaultSkipBuffer,
 	// negative means the rate control never skips.
 	SkipBuffer time.Duration
+	// SkipRule is how the rate control decides a skip: SkipByTime (the
+	// zero value), a buffer that drains at the bitrate with time, or
+	// SkipByFrames, OpenH264's bitrate mode, which counts the frames it is
+	// offered and budgets each 1/FrameRate of the bitrate (SkipFrame).
+	SkipRule SkipRule
 	// FirstKeyframeBits is what the first keyframe of a session spends
 	// for a whole screen at complexity 1, whatever the budget: the frame
 	// spends FirstKeyframeBits x the image's whole-screen detail (up to
@@ -186,6 +191,43 @@ type ContentCost struct {
 	// first IDR of the painted animation (detail 0.8) is 50-80 KB at 720p,
 	// of the desktop (0.5) 130-360 KB.
 	KeyframeBits float64
+}
+
+// SkipRule is how a rate control decides to skip a frame (Config.SkipRule).
+type SkipRule int
+
+// The skip rules.
+const (
+	// SkipByTime is OpenH264's timestamp mode (RC_TIMESTAMP_MODE): a
+	// virtual buffer fills with every frame's bits and drains at the
+	// target bitrate as time passes, and a frame is skipped while it holds
+	// SkipBuffer's worth of bitrate. Whatever the rate frames come at, the
+	// output follows the target.
+	SkipByTime SkipRule = iota
+	// SkipByFrames is OpenH264's bitrate mode (RC_BITRATE_MODE, what the
+	// lab's real encoder runs, openh264-real): the rate control knows
+	// frames, not time. Each frame offered is owed 1/FrameRate of the
+	// bitrate, whenever it comes; eight coded frames make a virtual group
+	// whose bits are shared between them, overspending carried into the
+	// next. A frame that leaves the group unable to give the rest of its
+	// frames 55% of their share makes the rate control skip the next one,
+	// and while the buffer holds SkipBuffer's worth of bitrate it skips
+	// runs of frames. Frames offered at less than FrameRate (the sender
+	// full, a slow encoder) are owed less: at 30 offers a second the
+	// output is half the target (agent/encoder/calibrate, "Frames offered
+	// at less than the frame rate").
+	SkipByFrames
+)
+
+// String names the rule as scenarios and reports do.
+func (r SkipRule) String() string {
+	switch r {
+	case SkipByTime:
+		return "time"
+	case SkipByFrames:
+		return "frames"
+	}
+	return fmt.Sprintf("SkipRule(%d)", int(r))
 }
 
 // H264 is the model H.264 encoder.
@@ -248,6 +290,7 @@ type H264 struct {
 	old       bool
 	minBits   float64
 	skipAfter time.Duration // the skip threshold as time at the bitrate; <= 0: never
+	skipRule  SkipRule
 	firstKey  float64       // FirstKeyframeBits
 	costs     []contentCost // Config.Content, defaults filled in
 	refreshN  int           // RefreshFrames
@@ -343,6 +386,9 @@ func New(seed uint64, cfg Config) (*H264, error) {
 	if !(cfg.FrameRate > 0 && cfg.FrameRate <= 1000) || cfg.MaxSpan < minSpan {
 		errs = append(errs, fmt.Errorf("frame rate %v and max span %v: need 0 < rate <= 1000 and span >= 1/rate", cfg.FrameRate, cfg.MaxSpan))
 	}
+	if cfg.SkipRule != SkipByTime && cfg.SkipRule != SkipByFrames {
+		errs = append(errs, fmt.Errorf("unknown skip rule %v", cfg.SkipRule))
+	}
 	if cfg.RefreshFrames < 1 {
 		errs = append(errs, fmt.Errorf("refresh frames %d below 1", cfg.RefreshFrames))
 	}
@@ -401,6 +447,7 @@ func New(seed uint64, cfg Config) (*H264, error) {
 		old:         cfg.OldRestartOnBitrateChange,
 		minBits:     8 * float64(cfg.MinFrameBytes),
 		skipAfter:   cfg.SkipBuffer,
+		skipRule:    cfg.SkipRule,
 		firstKey:    cfg.FirstKeyframeBits,
 		costs:       costs,
 		gate:        make(chan struct{}, 1),
@@ -710,6 +757,11 @@ func (e *H264) Refine() (Frame, error) {
 	if e.last.Version == 0 {
 		return Frame{}, ErrNoImage
 	}
+	if e.skipRule == SkipByFrames && e.skipAfter > 0 && e.buf.judgeFrame(now, float64(e.bitrate.Load()), e.perFrame(), e.skipAfter) {
+		// OpenH264's bitrate mode knows no passes: a pass is a frame
+		// offered like any other, and skipped by the same rule.
+		return Frame{}, ErrSkipped
+	}
 	budget := e.budget(now)
 	f.Version = e.last.Version
 	var bits float64
@@ -734,7 +786,11 @@ func (e *H264) finish(f Frame, start time.Time, bits float64) Frame {
 	f.Encoder = e.name
 	f.Bytes = e.overhead + int(math.Ceil(bits/8))
 	f.Bitrate = int(e.bitrate.Load())
-	e.buf.add(start, float64(f.Bitrate), float64(8*f.Bytes))
+	if e.skipRule == SkipByFrames {
+		e.buf.coded(start, float64(f.Bitrate), e.perFrame(), e.skipAfter, float64(8*f.Bytes), f.Keyframe)
+	} else {
+		e.buf.add(start, float64(f.Bitrate), float64(8*f.Bytes))
+	}
 	f.Quality, f.Matched = 1, true
 	if e.need > 0 {
 		f.Quality = 1 - math.Pow(matchLevels, -e.spent/e.need)
@@ -770,11 +826,24 @@ func (e *H264) finish(f Frame, start time.Time, bits float64) Frame {
 // at every refresh, makes frames larger than the target allows and the
 // rate control skip enough of them to bring the output back to the
 // target: the frame rate drops first, as OpenH264's does.
+//
+// With SkipByFrames the rule is OpenH264's bitrate mode instead (see
+// SkipRule and frameCount), and it judges refinement passes too: Refine
+// returns ErrSkipped for a pass the rule skips.
 func (e *H264) SkipFrame(now time.Time) bool {
 	if e.skipAfter <= 0 {
 		return false
 	}
+	if e.skipRule == SkipByFrames {
+		return e.buf.judgeFrame(now, float64(e.bitrate.Load()), e.perFrame(), e.skipAfter)
+	}
 	return e.buf.judge(now, float64(e.bitrate.Load()), e.skipAfter)
+}
+
+// perFrame is the bits a frame is owed under SkipByFrames: the bitrate
+// over FrameRate.
+func (e *H264) perFrame() float64 {
+	return float64(e.bitrate.Load()) * e.minSpan.Seconds()
 }
 
 // skipBuffer is the rate control's virtual buffer: bits in, the bitrate
@@ -784,6 +853,98 @@ type skipBuffer struct {
 	fullness float64   // bits
 	at       time.Time // the instant fullness stands at; zero: empty
 	skipped  time.Time // the last frame skipped
+	frames   frameCount
+}
+
+// The constants of OpenH264's bitrate mode (codec/encoder/core/inc/rc.h
+// and param_svc.h, release 2.3.1).
+const (
+	vgopFrames   = 8    // VGOP_SIZE: frames in a virtual group
+	vgopMinShare = 0.55 // the least share of a frame's bits the group keeps for each frame to come (iBitsVaryPercentage 10)
+	vgopSlack    = 0.15 // how far the group may fall short of that before the next frame is skipped: 5% + 10% of the group's bits
+)
+
+// frameCount is the state of OpenH264's bitrate-mode skipping
+// (SkipByFrames): a virtual group of vgopFrames coded frames and the bits
+// left for the rest of it, the frames skipped in a row, and whether the
+// last frame coded asked for the next to be skipped.
+type frameCount struct {
+	started   bool
+	perFrame  float64 // bits a frame is owed, at the bitrate last seen
+	left      float64 // bits left in the virtual group
+	allocated float64 // bits the group was given
+	coded     int     // frames coded in the group
+	skipNext  bool
+	run       int // frames skipped in a row
+}
+
+// rebaseLocked follows a bitrate change: the group's bits left scale with
+// what a frame is owed (RcUpdateBitrateFps).
+func (b *skipBuffer) rebaseLocked(perFrame float64) {
+	f := &b.frames
+	if f.perFrame > 0 && perFrame != f.perFrame {
+		f.left *= perFrame / f.perFrame
+	}
+	f.perFrame = perFrame
+}
+
+// judgeFrame decides whether the frame offered at now is skipped, by
+// OpenH264's bitrate mode: when the last frame coded asked for it, or
+// while the buffer holds after's worth of bps and fewer frames have been
+// skipped in a row than half of what it holds in frames (CheckFrameSkipBasedMaxbr's
+// buffer test; the maximum bitrate's tests are left out, as the level's
+// maximum is far above any target). A skipped frame is owed its bits:
+// they leave the buffer (down to empty) and return to the group.
+func (b *skipBuffer) judgeFrame(now time.Time, bps, perFrame float64, after time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rebaseLocked(perFrame)
+	f := &b.frames
+	inRun := float64(f.run) <= math.Floor((math.Round(b.fullness/perFrame)+1)/2)
+	skip := f.skipNext || (inRun && b.fullness > bps*after.Seconds())
+	if !skip {
+		return false
+	}
+	f.skipNext = false
+	f.run++
+	b.fullness = max(b.fullness-perFrame, 0)
+	f.left += perFrame
+	b.skipped = now
+	return true
+}
+
+// coded accounts for a frame of bits coded under OpenH264's bitrate mode.
+// A keyframe, or the group's eighth frame, starts a new group: the bits a
+// group left unspent are not carried, its overspending is (the overshoot
+// fix, on by default). The frame's bits beyond its due fill the buffer,
+// and the next frame is skipped when the group cannot give each frame
+// still to come vgopMinShare of its due, give or take vgopSlack of the
+// group, or when the buffer holds after's worth of bps (RcVBufferCalculationSkip;
+// its quantiser test is taken as met: a buffer that full has the
+// quantiser high).
+func (b *skipBuffer) coded(now time.Time, bps, perFrame float64, after time.Duration, bits float64, key bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rebaseLocked(perFrame)
+	f := &b.frames
+	if !f.started || key || f.coded == vgopFrames {
+		if f.started {
+			f.left -= float64(vgopFrames-f.coded) * f.allocated / vgopFrames
+		}
+		if f.started && f.left < 0 {
+			f.left += vgopFrames * perFrame
+		} else {
+			f.left = vgopFrames * perFrame
+		}
+		f.started, f.allocated, f.coded = true, f.left, 0
+	}
+	f.run = 0
+	f.left -= bits
+	b.fullness += bits - perFrame
+	short := float64(vgopFrames-1-f.coded)*vgopMinShare*perFrame - f.left
+	f.skipNext = short > vgopSlack*vgopFrames*perFrame || b.fullness > bps*after.Seconds()
+	f.coded++
+	b.at = now
 }
 
 // drainLocked empties the buffer at bps from its instant to now, down to
@@ -832,4 +993,5 @@ func (b *skipBuffer) reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.fullness, b.at, b.skipped = 0, time.Time{}, time.Time{}
+	b.frames = frameCount{}
 }

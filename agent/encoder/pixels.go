@@ -29,7 +29,8 @@ type PictureDecoder interface {
 	Close() error
 }
 
-// ErrSkipped is returned by Encode when the encoder's own rate control
-// dropped the image to stay within the bitrate (a real encoder's frame
-// skipping): no frame, and the changes are still to be sent.
+// ErrSkipped is returned by Encode (or Refine) when the encoder's own rate
+// control dropped the image (or the pass) to stay within the bitrate (a
+// real encoder's frame skipping, the H.264 model's SkipByFrames): no
+// frame, and the changes are still to be sent.
 var ErrSkipped = errors.New("encoder: frame skipped by the rate control")

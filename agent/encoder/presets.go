@@ -45,15 +45,20 @@ var presets = map[string]Config{
 // scrolling, a video) costs little a frame at 60 Hz but a frame carrying
 // many versions costs as many shifts, so at low targets the rate control
 // skips most frames, as OpenH264's does; typing and a photo are new content
-// at every change. Budgeted takes these out again.
+// at every change. The rate control skips frames as OpenH264's bitrate
+// mode does, counting the frames offered (SkipByFrames). Budgeted takes
+// these out again.
 func openH264Sizes(c Config) Config {
+	c.SkipRule = SkipByFrames
 	c.FullScreenBits = 2e6
-	c.MinFrameBytes = -1
-	c.FirstKeyframeBits = 2.8e6
+	c.KeyframeFactor = 1
+	c.MinFrameBytes = 10_000
+	c.FirstKeyframeBits = 2e6
 	c.Content = []ContentCost{
-		{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 40_000, KeyframeBits: 0.5e6},
-		{Kind: "scrolling", MotionBits: 40e3, MinFrameBytes: 30_000},
-		{Kind: "video", MotionBits: 64e3, MinFrameBytes: 30_000, KeyframeBits: 1.4e6},
+		{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 40_000, KeyframeBits: 0.7e6},
+		{Kind: "photo", KeyframeBits: 2.8e6},
+		{Kind: "scrolling", MotionBits: 40e3, MinFrameBytes: 30_000, KeyframeBits: 2.8e6},
+		{Kind: "video", MotionBits: 56e3, MinFrameBytes: 20_000, KeyframeBits: 2.8e6},
 	}
 	return c
 }
@@ -64,11 +69,12 @@ func openH264Sizes(c Config) Config {
 // control skips frames only below the smallest frame's bitrate. That is a
 // constant-bitrate rate control holding the target at every frame, as the
 // write-up's hardware encoders do, and the rule the scenario library's
-// findings are reproduced with; a preset's calibrated sizes
+// findings are reproduced with; a preset's calibrated sizes and skip rule
 // (openH264Sizes) are gone. Its timing, bitrate and switches stay.
 func Budgeted(cfg Config) Config {
 	cfg.FullScreenBits, cfg.KeyframeFactor, cfg.MinFrameBytes = 0, 0, 0
 	cfg.FirstKeyframeBits, cfg.Content = 0, nil
+	cfg.SkipRule = SkipByTime
 	return cfg
 }
 
@@ -77,7 +83,8 @@ func Budgeted(cfg Config) Config {
 func Calibrated(cfg Config) bool {
 	b := Budgeted(cfg)
 	return cfg.FullScreenBits != b.FullScreenBits || cfg.KeyframeFactor != b.KeyframeFactor ||
-		cfg.MinFrameBytes != b.MinFrameBytes || cfg.FirstKeyframeBits != 0 || len(cfg.Content) > 0
+		cfg.MinFrameBytes != b.MinFrameBytes || cfg.FirstKeyframeBits != 0 || len(cfg.Content) > 0 ||
+		cfg.SkipRule != b.SkipRule
 }
 
 // PresetNames lists the presets, sorted: the H.264 model's above and those

@@ -28,6 +28,7 @@
 package calibrate
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -89,6 +90,14 @@ type Case struct {
 	PassEvery time.Duration
 	// NoSkip turns the real encoder's frame skipping off.
 	NoSkip bool
+	// OfferEvery, above 1, offers the encoder a picture at every
+	// OfferEvery-th tick only, as a pipeline whose sender is full at the
+	// others does: the screen still changes at every tick.
+	OfferEvery int
+	// KeyframeEvery, when positive, asks the encoder for a keyframe every
+	// KeyframeEvery from KeyframeEvery on, as a viewer asks for a repair:
+	// what a repair keyframe and the frames after it cost.
+	KeyframeEvery time.Duration
 }
 
 // Seed is the seed of every screen and painter: the calibration is one
@@ -121,8 +130,9 @@ type Frame struct {
 // the last one again; skipped tells the rate control dropped it.
 type driver interface {
 	encode(img screen.Image, d screen.Delta, at time.Duration) (bytes int, key, skipped bool, err error)
-	refine(at time.Duration) (bytes int, key bool, err error)
+	refine(at time.Duration) (bytes int, key, skipped bool, err error)
 	setBitrate(bps int) error
+	askKeyframe() error
 }
 
 // run drives an encoder through a case frame by frame. wait is called with
@@ -133,10 +143,20 @@ func run(c Case, scr screen.Screen, d driver, wait func(time.Duration)) ([]Frame
 	bitrate := c.Bitrate
 	passes := 0
 	var lastNew time.Duration
+	nextKey := c.KeyframeEvery
 	ticks := int64(c.Length.Seconds() * Rate)
 	for k := range ticks {
+		if c.OfferEvery > 1 && k%int64(c.OfferEvery) != 0 {
+			continue
+		}
 		at := screen.Tick(k, Rate)
 		wait(at)
+		if c.KeyframeEvery > 0 && at >= nextKey {
+			if err := d.askKeyframe(); err != nil {
+				return nil, err
+			}
+			nextKey += c.KeyframeEvery
+		}
 		if c.StepAt > 0 && at >= c.StepAt && bitrate != c.StepTo {
 			if err := d.setBitrate(c.StepTo); err != nil {
 				return nil, err
@@ -156,12 +176,12 @@ func run(c Case, scr screen.Screen, d driver, wait func(time.Duration)) ([]Frame
 			continue
 		}
 		if c.Passes > 0 && passes < c.Passes && prev != 0 && at >= lastNew+time.Duration(passes+1)*c.PassEvery {
-			n, key, err := d.refine(at)
+			n, key, skipped, err := d.refine(at)
 			if err != nil {
 				return nil, err
 			}
 			passes++
-			out = append(out, Frame{At: at, Bytes: n, Keyframe: key, Pass: passes, Bitrate: bitrate})
+			out = append(out, Frame{At: at, Bytes: n, Keyframe: key, Skipped: skipped, Pass: passes, Bitrate: bitrate})
 		}
 	}
 	return out, nil
@@ -221,16 +241,17 @@ func (r *realDriver) frame(pic *yuv.I420, at time.Duration) (int, bool, bool, er
 	return len(r.buf), typ.Keyframe(), false, nil
 }
 
-func (r *realDriver) refine(at time.Duration) (int, bool, error) {
+func (r *realDriver) refine(at time.Duration) (int, bool, bool, error) {
 	pic, err := r.p.Paint(r.last)
 	if err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
-	n, key, _, err := r.frame(pic, at)
-	return n, key, err
+	return r.frame(pic, at)
 }
 
 func (r *realDriver) setBitrate(bps int) error { return r.enc.SetBitrate(bps) }
+
+func (r *realDriver) askKeyframe() error { return r.enc.ForceKeyframe() }
 
 // Model runs the H.264 model of cfg through a case, with the model's own
 // frame skipping (SkipFrame). It must be called inside a synctest bubble:
@@ -276,9 +297,17 @@ func (d *modelDriver) encode(img screen.Image, delta screen.Delta, _ time.Durati
 	return f.Bytes, f.Keyframe, false, nil
 }
 
-func (d *modelDriver) refine(time.Duration) (int, bool, error) {
+func (d *modelDriver) refine(time.Duration) (int, bool, bool, error) {
 	f, err := d.m.Refine()
-	return f.Bytes, f.Keyframe, err
+	if errors.Is(err, encoder.ErrSkipped) {
+		return 0, false, true, nil
+	}
+	return f.Bytes, f.Keyframe, false, err
 }
 
 func (d *modelDriver) setBitrate(bps int) error { return d.m.SetBitrate(bps) }
+
+func (d *modelDriver) askKeyframe() error {
+	d.m.RequestKeyframe()
+	return nil
+}

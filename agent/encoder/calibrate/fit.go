@@ -137,8 +137,11 @@ func (p Params) withCost(c encoder.ContentCost) Params {
 }
 
 // canonical writes a kind's first keyframe equal to the shared one as
-// zero, and leaves out costs that are all zero.
+// zero, leaves out costs that are all zero, and sorts the costs by kind:
+// the order a configuration lists them in changes nothing.
 func (p Params) canonical() Params {
+	p.Content = slices.Clone(p.Content)
+	slices.SortFunc(p.Content, func(a, b encoder.ContentCost) int { return strings.Compare(a.Kind, b.Kind) })
 	for _, c := range p.Content {
 		if c.KeyframeBits == p.FirstKeyframeBits {
 			c.KeyframeBits = 0

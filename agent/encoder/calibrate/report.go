@@ -54,7 +54,26 @@ var (
 	RefineCase = Case{Kind: "photo", At: time.Second, Bitrate: 1_000_000, Length: 3 * time.Second, Passes: 15, PassEvery: 100 * time.Millisecond}
 	// StepCase: the animation at 4 Mbit/s, 1 Mbit/s from 3 s.
 	StepCase = Case{Kind: "animation", Bitrate: 4_000_000, StepAt: 3 * time.Second, StepTo: 1_000_000, Length: 6 * time.Second}
+	// RepairCase: the animation at 2 Mbit/s, a keyframe asked for every
+	// second from 1 s, as a viewer whose reference chain broke asks: what a
+	// repair costs the sent rate and the frame rate (a lossy session's
+	// viewer asks about that often).
+	RepairCase = Case{Kind: "animation", Bitrate: 2_000_000, Length: 8 * time.Second, KeyframeEvery: time.Second}
+	// OfferCase: the animation at 2 Mbit/s for 6 s, offered to the encoder
+	// at every tick, then at every OfferStrides-th: what a rate control
+	// that counts frames sends when frames come slower than its frame
+	// rate.
+	OfferCase    = Case{Kind: "animation", Bitrate: 2_000_000, Length: 6 * time.Second}
+	OfferStrides = []int{1, 2, 4}
 )
+
+// OfferRow is what each encoder sent, from 2 s to the end, in the offer
+// experiment at one stride: OpenH264, the model fitted (under the
+// preset's skip rule) and the same model under the time rule.
+type OfferRow struct {
+	Every                      int
+	Real, Fitted, FittedByTime float64 // bits a second
+}
 
 // Report is a calibration run: the real encoder and the model before and
 // after the fit, side by side.
@@ -77,9 +96,11 @@ type Report struct {
 	// wants.
 	ByKind       []Params
 	ByKindErrors []Errors
-	// Refine and Step are the other experiments' frames, by encoder:
-	// "real", "before", "after".
-	Refine, Step map[string][]Frame
+	// Refine, Step and Repair are the other experiments' frames, by
+	// encoder: "real", "before", "after".
+	Refine, Step, Repair map[string][]Frame
+	// Offered is the offer experiment, a row a stride.
+	Offered []OfferRow
 }
 
 // PresetMatches tells whether the preset openh264-asm carries the fitted
@@ -116,7 +137,7 @@ func Measure(o Options) (*Report, error) {
 		// reference's is off.
 		o.Grid.SkipBuffer = []time.Duration{0, -1}
 	}
-	rep := &Report{Options: o, Refine: map[string][]Frame{}, Step: map[string][]Frame{}}
+	rep := &Report{Options: o, Refine: map[string][]Frame{}, Step: map[string][]Frame{}, Repair: map[string][]Frame{}}
 	for _, k := range o.Kinds {
 		for _, b := range o.Bitrates {
 			rep.Cases = append(rep.Cases, Case{Kind: k, Bitrate: b, Length: o.Length, Width: o.Width, Height: o.Height, NoSkip: o.NoSkip})
@@ -138,6 +159,10 @@ func Measure(o Options) (*Report, error) {
 	// the same start, so that a run shows whether the preset still holds
 	// what the real encoder does (PresetMatches).
 	base := encoder.Budgeted(preset)
+	// How the rate control skips is OpenH264's structure, not a size to
+	// fit: the model runs under the preset's rule before the fit and
+	// after.
+	base.SkipRule = preset.SkipRule
 	rep.Default = Of(base)
 	rep.Preset = Of(preset)
 	if rep.Before, err = ModelSummaries(rep.Cases, base, o.Warmup); err != nil {
@@ -172,7 +197,7 @@ func Measure(o Options) (*Report, error) {
 	for _, x := range []struct {
 		c   Case
 		dst map[string][]Frame
-	}{{RefineCase, rep.Refine}, {StepCase, rep.Step}} {
+	}{{RefineCase, rep.Refine}, {StepCase, rep.Step}, {RepairCase, rep.Repair}} {
 		x.c.Width, x.c.Height, x.c.NoSkip = o.Width, o.Height, o.NoSkip
 		if x.dst["real"], err = Real(x.c); err != nil {
 			return nil, err
@@ -184,7 +209,40 @@ func Measure(o Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	byTime := fitted
+	byTime.SkipRule = encoder.SkipByTime
+	for _, every := range OfferStrides {
+		c := OfferCase
+		c.Width, c.Height, c.NoSkip, c.OfferEvery = o.Width, o.Height, o.NoSkip, every
+		row := OfferRow{Every: every}
+		for _, x := range []struct {
+			dst *float64
+			run func() ([]Frame, error)
+		}{
+			{&row.Real, func() ([]Frame, error) { return Real(c) }},
+			{&row.Fitted, func() ([]Frame, error) { return Model(c, fitted) }},
+			{&row.FittedByTime, func() ([]Frame, error) { return Model(c, byTime) }},
+		} {
+			frames, err := x.run()
+			if err != nil {
+				return nil, err
+			}
+			*x.dst = sentFrom(frames, 2*time.Second, c.Length)
+		}
+		rep.Offered = append(rep.Offered, row)
+	}
 	return rep, nil
+}
+
+// sentFrom is the bits a second frames sent from from to end.
+func sentFrom(frames []Frame, from, end time.Duration) float64 {
+	bits := 0.0
+	for _, f := range frames {
+		if f.At >= from {
+			bits += 8 * float64(f.Bytes)
+		}
+	}
+	return bits / (end - from).Seconds()
 }
 
 // PerKind returns the errors of a model's summaries (Before or After)
@@ -317,6 +375,7 @@ const (
 	PlotSkips      = "skip_rate.png"
 	PlotRefine     = "refinement.png"
 	PlotStep       = "step.png"
+	PlotRepair     = "repair.png"
 )
 
 // WriteReport writes report.md and the plots into dir. The same report
@@ -337,8 +396,9 @@ func WriteReport(dir string, r *Report) error {
 		},
 		PlotRefine: r.refinePlot,
 		PlotStep:   r.stepPlot,
+		PlotRepair: r.repairPlot,
 	}
-	for _, name := range []string{PlotPFrames, PlotIFrames, PlotSkips, PlotRefine, PlotStep} {
+	for _, name := range []string{PlotPFrames, PlotIFrames, PlotSkips, PlotRefine, PlotStep, PlotRepair} {
 		data, err := figs[name]()
 		if err != nil {
 			return fmt.Errorf("calibrate: %s: %w", name, err)
@@ -399,8 +459,58 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s |\n", e, v)
 	}
-	b.WriteString("\n![Step](" + PlotStep + ")\n")
+	b.WriteString("\n![Step](" + PlotStep + ")\n\n")
+	fmt.Fprintf(&b, "## Repair keyframes\n\nThe animation at %g Mbit/s, a keyframe asked for every %v from %v, as a viewer asks when its reference chain breaks: from %v to the end, the frames encoded a second, the sent rate against the target, the repair keyframes' median size and the median of the %d P frames after each.\n\n| encoder | frames a second | sent rate | keyframe | P frames after it |\n|---|---|---|---|---|\n",
+		float64(RepairCase.Bitrate)/1e6, RepairCase.KeyframeEvery, RepairCase.KeyframeEvery, RepairCase.KeyframeEvery, repairFollowers)
+	for _, e := range Encoders {
+		rs := Repairs(r.Repair[e], RepairCase)
+		fmt.Fprintf(&b, "| %s | %.1f | %.2f Mbit/s (%.2fx) | %.0f | %.0f |\n", e, rs.FPS, rs.SentBPS/1e6, rs.SentBPS/float64(RepairCase.Bitrate), rs.KeyBytes, rs.AfterBytes)
+	}
+	b.WriteString("\n![Repairs](" + PlotRepair + ")\n\n")
+	fmt.Fprintf(&b, "## Frames offered at less than the frame rate\n\nThe animation at %g Mbit/s, offered to the encoder at every tick of 60 Hz, then at every second and fourth only, as a pipeline whose sender is full at the others does: the sent rate from 2 s to the end. A rate control that counts frames owes each frame offered 1/60 s of the bitrate, whenever it comes.\n\n| offered | real | after | after, skipping by time |\n|---|---|---|---|\n",
+		float64(OfferCase.Bitrate)/1e6)
+	for _, row := range r.Offered {
+		fmt.Fprintf(&b, "| every %d tick(s) | %.2f Mbit/s | %.2f Mbit/s | %.2f Mbit/s |\n", row.Every, row.Real/1e6, row.Fitted/1e6, row.FittedByTime/1e6)
+	}
 	return b.String()
+}
+
+// repairFollowers is how many P frames after a repair keyframe
+// RepairSummary's AfterBytes takes.
+const repairFollowers = 6
+
+// RepairSummary is what an encoder did in the repair experiment, from the
+// first repair to the end.
+type RepairSummary struct {
+	// FPS is the frames encoded a second; SentBPS the bits sent a second.
+	FPS, SentBPS float64
+	// KeyBytes is the repair keyframes' median size, AfterBytes the median
+	// of the repairFollowers P frames after each.
+	KeyBytes, AfterBytes float64
+}
+
+// Repairs sums up a repair case's frames.
+func Repairs(frames []Frame, c Case) RepairSummary {
+	var rs RepairSummary
+	var keys, after []float64
+	follow := 0
+	for _, f := range frames {
+		if f.At < c.KeyframeEvery || f.Skipped || f.Pass > 0 {
+			continue
+		}
+		rs.FPS++
+		rs.SentBPS += 8 * float64(f.Bytes)
+		switch {
+		case f.Keyframe:
+			keys, follow = append(keys, float64(f.Bytes)), repairFollowers
+		case follow > 0:
+			after, follow = append(after, float64(f.Bytes)), follow-1
+		}
+	}
+	span := (c.Length - c.KeyframeEvery).Seconds()
+	rs.FPS, rs.SentBPS = rs.FPS/span, rs.SentBPS/span
+	rs.KeyBytes, rs.AfterBytes = median(keys), median(after)
+	return rs
 }
 
 // passBytes lists the bytes of the last frame of new content (index 0) and
@@ -550,22 +660,40 @@ func (r *Report) refinePlot() ([]byte, error) {
 	return png(p)
 }
 
+// sentRate is the rate frames sent over each bucket of a case, in Mbit/s.
+func sentRate(frames []Frame, length, bucket time.Duration) plotter.XYs {
+	n := int(length / bucket)
+	sums := make([]float64, n)
+	for _, f := range frames {
+		if b := int(f.At / bucket); b < n {
+			sums[b] += 8 * float64(f.Bytes)
+		}
+	}
+	var xys plotter.XYs
+	for b, v := range sums {
+		xys = append(xys, plotter.XY{X: (time.Duration(b) * bucket).Seconds(), Y: v / bucket.Seconds() / 1e6})
+	}
+	return xys
+}
+
+func (r *Report) repairPlot() ([]byte, error) {
+	p := newPlot(fmt.Sprintf("Sent rate with a repair keyframe every %v", RepairCase.KeyframeEvery), "time (s)", "sent per 250 ms (Mbit/s)")
+	for i, e := range Encoders {
+		if err := addLine(p, e, sentRate(r.Repair[e], RepairCase.Length, 250*time.Millisecond), palette[i], dashes[e]); err != nil {
+			return nil, err
+		}
+	}
+	target := plotter.XYs{{X: 0, Y: float64(RepairCase.Bitrate) / 1e6}, {X: RepairCase.Length.Seconds(), Y: float64(RepairCase.Bitrate) / 1e6}}
+	if err := addLine(p, "target", target, color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}, []vg.Length{vg.Points(2), vg.Points(2)}); err != nil {
+		return nil, err
+	}
+	return png(p)
+}
+
 func (r *Report) stepPlot() ([]byte, error) {
 	p := newPlot("Sent rate after a bitrate step", "time (s)", "sent per 100 ms (Mbit/s)")
-	const bucket = 100 * time.Millisecond
 	for i, e := range Encoders {
-		n := int(StepCase.Length / bucket)
-		sums := make([]float64, n)
-		for _, f := range r.Step[e] {
-			if b := int(f.At / bucket); b < n {
-				sums[b] += 8 * float64(f.Bytes)
-			}
-		}
-		var xys plotter.XYs
-		for b, v := range sums {
-			xys = append(xys, plotter.XY{X: (time.Duration(b) * bucket).Seconds(), Y: v / bucket.Seconds() / 1e6})
-		}
-		if err := addLine(p, e, xys, palette[i], dashes[e]); err != nil {
+		if err := addLine(p, e, sentRate(r.Step[e], StepCase.Length, 100*time.Millisecond), palette[i], dashes[e]); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264/openh264test"
+	"github.com/nuvirahub/latencylab/agent/screen"
 )
 
 // out, when set, makes TestCalibrationReport run the whole calibration and
@@ -63,11 +64,21 @@ func TestCalibrationReport(t *testing.T) {
 			require.LessOrEqual(t, rep.LossAfter, rep.LossBefore, "the fit is no worse than the defaults it could have kept")
 			require.NotEmpty(t, rep.Refine["real"])
 			require.NotEmpty(t, rep.Step["real"])
+			require.Len(t, rep.Offered, len(OfferStrides))
+			for _, row := range rep.Offered {
+				require.Positive(t, row.Real, "stride %d", row.Every)
+				require.Positive(t, row.Fitted, "stride %d", row.Every)
+			}
+			for _, e := range Encoders {
+				rs := Repairs(rep.Repair[e], RepairCase)
+				require.Positive(t, rs.KeyBytes, "%s: no repair keyframe measured", e)
+				require.Positive(t, rs.AfterBytes, "%s: no P frame after a repair measured", e)
+			}
 			require.Len(t, rep.ByKind, len(small.Kinds))
 		})
 		dirs = append(dirs, dir)
 	}
-	for _, name := range []string{ReportMarkdown, PlotPFrames, PlotIFrames, PlotSkips, PlotRefine, PlotStep} {
+	for _, name := range []string{ReportMarkdown, PlotPFrames, PlotIFrames, PlotSkips, PlotRefine, PlotStep, PlotRepair} {
 		a, err := os.ReadFile(filepath.Join(dirs[0], name))
 		require.NoError(t, err)
 		b, err := os.ReadFile(filepath.Join(dirs[1], name))
@@ -79,4 +90,56 @@ func TestCalibrationReport(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(md), "| animation |")
 	require.Contains(t, string(md), "## Refinement on a still screen (N15)")
+	require.Contains(t, string(md), "## Repair keyframes")
+	require.Contains(t, string(md), "## Frames offered at less than the frame rate")
+}
+
+// TestRepairs checks the repair experiment's summary on frames made by
+// hand: what comes before the first repair is left out, skipped frames
+// are not frames, and only the P frames right after a keyframe count as
+// following it.
+func TestRepairs(t *testing.T) {
+	c := Case{Length: 3 * time.Second, KeyframeEvery: time.Second}
+	frames := []Frame{
+		{At: 0, Bytes: 90_000, Keyframe: true}, // the session's first: before the repairs
+		{At: 500 * time.Millisecond, Bytes: 5_000},
+		{At: time.Second, Bytes: 40_000, Keyframe: true},
+		{At: 1100 * time.Millisecond, Bytes: 9_000},
+		{At: 1200 * time.Millisecond, Skipped: true},
+		{At: 1300 * time.Millisecond, Bytes: 7_000},
+		{At: 2 * time.Second, Bytes: 60_000, Keyframe: true},
+		{At: 2100 * time.Millisecond, Bytes: 3_000},
+	}
+	for range repairFollowers {
+		frames = append(frames, Frame{At: 2500 * time.Millisecond, Bytes: 1_000})
+	}
+	for range 5 { // beyond the followers
+		frames = append(frames, Frame{At: 2900 * time.Millisecond, Bytes: 20_000})
+	}
+	rs := Repairs(frames, c)
+	// Frames from 1 s: 2 keyframes and 2+1+6+5 P frames over 2 s.
+	require.InDelta(t, 16.0/2, rs.FPS, 1e-9)
+	require.InDelta(t, 8*float64(40_000+9_000+7_000+60_000+3_000+repairFollowers*1_000+5*20_000)/2, rs.SentBPS, 1e-6)
+	require.InDelta(t, 50_000, rs.KeyBytes, 1e-9)
+	// Following: 9000, 7000 after the first; 3000 and five of the 1000s
+	// after the second (six in all).
+	require.InDelta(t, 1_000, rs.AfterBytes, 1e-9)
+	rs = Repairs(frames[:6], c)
+	require.InDelta(t, 8_000, rs.AfterBytes, 1e-9)
+}
+
+// TestOfferEvery checks the offer experiment's driving: offered at every
+// other tick, the encoder sees 30 pictures a second, each at an even tick.
+func TestOfferEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := encoder.Preset(encoder.PresetOpenH264Asm)
+		require.NoError(t, err)
+		cfg.SkipBuffer = -1 // no skips: every offer is a frame
+		frames, err := Model(Case{Kind: "animation", Bitrate: 8_000_000, Length: time.Second, OfferEvery: 2}, cfg)
+		require.NoError(t, err)
+		require.Len(t, frames, 30)
+		for i, f := range frames {
+			require.Equal(t, screen.Tick(int64(2*i), Rate), f.At)
+		}
+	})
 }
