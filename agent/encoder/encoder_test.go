@@ -811,6 +811,7 @@ func TestConfigErrors(t *testing.T) {
 		"motion":      {Content: []encoder.ContentCost{{Kind: "video", MotionBits: -1}}},
 		"twice":       {Content: []encoder.ContentCost{{Kind: "video"}, {Kind: "video"}}},
 		"kind's key":  {Content: []encoder.ContentCost{{Kind: "video", KeyframeBits: -1}}},
+		"skip rule":   {SkipRule: encoder.SkipByFrames + 1},
 	} {
 		_, err := encoder.New(1, cfg)
 		require.ErrorIs(t, err, encoder.ErrConfig, name)
@@ -819,7 +820,7 @@ func TestConfigErrors(t *testing.T) {
 
 // The presets that claim to be OpenH264 size frames as the calibration
 // against the real encoder found at 720p: the animation's first keyframe
-// is 0.5 Mbit x its detail (0.8), 50 KB, whatever the target; at 4 Mbit/s
+// is 0.7 Mbit x its detail (0.8), 70 KB, whatever the target; at 4 Mbit/s
 // its frames are its motion, 32 kbit a version (4 KB), under the budget,
 // so none is skipped; at 1 Mbit/s that motion is over the budget and a
 // frame carrying it spends the animation's smallest frame, 40 KB, so the

@@ -219,7 +219,7 @@ const (
 	SkipByFrames
 )
 
-// String names the rule as scenarios and reports do.
+// String names the rule, for errors and logs.
 func (r SkipRule) String() string {
 	switch r {
 	case SkipByTime:
@@ -627,9 +627,12 @@ func (e *H264) keyframe(img screen.Image, d screen.Delta, budget float64) float6
 		// need either: an intra frame at the encoder's quantiser may cost
 		// more than the model's match (a 1080p desktop: 290-360 KB in
 		// OpenH264, against a need of 250 KB), the excess buying nothing
-		// the viewer sees. OpenH264 sizes every keyframe so, the first and
-		// the repairs asked for later alike: on the painted 720p animation
-		// 56-79 KB at 8 Mbit/s and 60-77 KB at 2 Mbit/s (real-abr-lossy).
+		// the viewer sees. The model sizes every keyframe so, the repairs
+		// asked for later as the first. OpenH264's repairs are not all the
+		// first's size: on the painted 720p animation they spread from 31
+		// to 91 KB across the real twins (its repair's quantiser, held
+		// between 26 and 35, follows the last keyframe's complexity), a
+		// known difference (docs/codecs.md, "Frames, not time").
 		bits = max(bits, e.firstKeyframe(img, d))
 		e.spent = min(bits, e.need)
 	}
@@ -641,8 +644,7 @@ func (e *H264) keyframe(img screen.Image, d screen.Delta, budget float64) float6
 // KeyframeFactor budgets of at most one frame interval, at least the
 // smallest frame, at most the picture's need.
 func (e *H264) intraBits(budget float64) float64 {
-	frame := float64(e.bitrate.Load()) * e.minSpan.Seconds()
-	return min(max(e.content(e.keyFactor*min(budget, frame)), e.minBits), e.need)
+	return min(max(e.content(e.keyFactor*min(budget, e.perFrame())), e.minBits), e.need)
 }
 
 // firstKeyframe is what the session's first keyframe of img spends:
@@ -787,7 +789,7 @@ func (e *H264) finish(f Frame, start time.Time, bits float64) Frame {
 	f.Bytes = e.overhead + int(math.Ceil(bits/8))
 	f.Bitrate = int(e.bitrate.Load())
 	if e.skipRule == SkipByFrames {
-		e.buf.coded(start, float64(f.Bitrate), e.perFrame(), e.skipAfter, float64(8*f.Bytes), f.Keyframe)
+		e.buf.coded(float64(f.Bitrate), e.perFrame(), e.skipAfter, float64(8*f.Bytes), f.Keyframe)
 	} else {
 		e.buf.add(start, float64(f.Bitrate), float64(8*f.Bytes))
 	}
@@ -840,8 +842,9 @@ func (e *H264) SkipFrame(now time.Time) bool {
 	return e.buf.judge(now, float64(e.bitrate.Load()), e.skipAfter)
 }
 
-// perFrame is the bits a frame is owed under SkipByFrames: the bitrate
-// over FrameRate.
+// perFrame is one frame interval's share of the bitrate, the bitrate over
+// FrameRate: what a keyframe's budget counts in, and what a frame is owed
+// under SkipByFrames.
 func (e *H264) perFrame() float64 {
 	return float64(e.bitrate.Load()) * e.minSpan.Seconds()
 }
@@ -890,8 +893,8 @@ func (b *skipBuffer) rebaseLocked(perFrame float64) {
 
 // judgeFrame decides whether the frame offered at now is skipped, by
 // OpenH264's bitrate mode: when the last frame coded asked for it, or
-// while the buffer holds after's worth of bps and fewer frames have been
-// skipped in a row than half of what it holds in frames (CheckFrameSkipBasedMaxbr's
+// while the buffer holds after's worth of bps and no more frames have
+// been skipped in a row than half of what it holds in frames (CheckFrameSkipBasedMaxbr's
 // buffer test; the maximum bitrate's tests are left out, as the level's
 // maximum is far above any target). A skipped frame is owed its bits:
 // they leave the buffer (down to empty) and return to the group.
@@ -922,7 +925,7 @@ func (b *skipBuffer) judgeFrame(now time.Time, bps, perFrame float64, after time
 // group, or when the buffer holds after's worth of bps (RcVBufferCalculationSkip;
 // its quantiser test is taken as met: a buffer that full has the
 // quantiser high).
-func (b *skipBuffer) coded(now time.Time, bps, perFrame float64, after time.Duration, bits float64, key bool) {
+func (b *skipBuffer) coded(bps, perFrame float64, after time.Duration, bits float64, key bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.rebaseLocked(perFrame)
@@ -944,7 +947,6 @@ func (b *skipBuffer) coded(now time.Time, bps, perFrame float64, after time.Dura
 	short := float64(vgopFrames-1-f.coded)*vgopMinShare*perFrame - f.left
 	f.skipNext = short > vgopSlack*vgopFrames*perFrame || b.fullness > bps*after.Seconds()
 	f.coded++
-	b.at = now
 }
 
 // drainLocked empties the buffer at bps from its instant to now, down to

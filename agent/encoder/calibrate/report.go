@@ -73,6 +73,36 @@ var (
 type OfferRow struct {
 	Every                      int
 	Real, Fitted, FittedByTime float64 // bits a second
+	// RealOpening and FittedOpening are the first openingTicks ticks of
+	// OpenH264 and of the fitted model (opening).
+	RealOpening, FittedOpening string
+}
+
+// openingTicks is how many ticks of an offer case's start the report
+// shows, frame by frame: after the first keyframe, the rate control's
+// skips.
+const openingTicks = 40
+
+// opening writes the first n ticks of frames, one character a tick: K a
+// keyframe, x a frame coded, - a frame the rate control skipped, . no
+// frame offered.
+func opening(frames []Frame, n int) string {
+	b := []byte(strings.Repeat(".", n))
+	for _, f := range frames {
+		k := int(math.Round(f.At.Seconds() * Rate))
+		if k >= n || f.Pass > 0 {
+			continue
+		}
+		switch {
+		case f.Skipped:
+			b[k] = '-'
+		case f.Keyframe:
+			b[k] = 'K'
+		default:
+			b[k] = 'x'
+		}
+	}
+	return string(b)
 }
 
 // Report is a calibration run: the real encoder and the model before and
@@ -216,18 +246,22 @@ func Measure(o Options) (*Report, error) {
 		c.Width, c.Height, c.NoSkip, c.OfferEvery = o.Width, o.Height, o.NoSkip, every
 		row := OfferRow{Every: every}
 		for _, x := range []struct {
-			dst *float64
-			run func() ([]Frame, error)
+			sent *float64
+			open *string // nil: not shown
+			run  func() ([]Frame, error)
 		}{
-			{&row.Real, func() ([]Frame, error) { return Real(c) }},
-			{&row.Fitted, func() ([]Frame, error) { return Model(c, fitted) }},
-			{&row.FittedByTime, func() ([]Frame, error) { return Model(c, byTime) }},
+			{&row.Real, &row.RealOpening, func() ([]Frame, error) { return Real(c) }},
+			{&row.Fitted, &row.FittedOpening, func() ([]Frame, error) { return Model(c, fitted) }},
+			{&row.FittedByTime, nil, func() ([]Frame, error) { return Model(c, byTime) }},
 		} {
 			frames, err := x.run()
 			if err != nil {
 				return nil, err
 			}
-			*x.dst = sentFrom(frames, 2*time.Second, c.Length)
+			*x.sent = sentFrom(frames, 2*time.Second, c.Length)
+			if x.open != nil {
+				*x.open = opening(frames, openingTicks)
+			}
 		}
 		rep.Offered = append(rep.Offered, row)
 	}
@@ -467,10 +501,14 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %.1f | %.2f Mbit/s (%.2fx) | %.0f | %.0f |\n", e, rs.FPS, rs.SentBPS/1e6, rs.SentBPS/float64(RepairCase.Bitrate), rs.KeyBytes, rs.AfterBytes)
 	}
 	b.WriteString("\n![Repairs](" + PlotRepair + ")\n\n")
-	fmt.Fprintf(&b, "## Frames offered at less than the frame rate\n\nThe animation at %g Mbit/s, offered to the encoder at every tick of 60 Hz, then at every second and fourth only, as a pipeline whose sender is full at the others does: the sent rate from 2 s to the end. A rate control that counts frames owes each frame offered 1/60 s of the bitrate, whenever it comes.\n\n| offered | real | after | after, skipping by time |\n|---|---|---|---|\n",
+	fmt.Fprintf(&b, "## Frames offered at less than the frame rate\n\nThe animation at %g Mbit/s, offered to the encoder at every tick of 60 Hz, then at one tick in n only (the rows), as a pipeline whose sender is full at the others does: the sent rate from 2 s to the end. A rate control that counts frames owes each frame offered 1/60 s of the bitrate, whenever it comes.\n\n| offered | real | after | after, skipping by time |\n|---|---|---|---|\n",
 		float64(OfferCase.Bitrate)/1e6)
 	for _, row := range r.Offered {
 		fmt.Fprintf(&b, "| every %d tick(s) | %.2f Mbit/s | %.2f Mbit/s | %.2f Mbit/s |\n", row.Every, row.Real/1e6, row.Fitted/1e6, row.FittedByTime/1e6)
+	}
+	b.WriteString("\nThe first ticks of each (K the keyframe, x a frame coded, - a frame skipped, . none offered):\n\n| offered | real | after |\n|---|---|---|\n")
+	for _, row := range r.Offered {
+		fmt.Fprintf(&b, "| every %d tick(s) | `%s` | `%s` |\n", row.Every, row.RealOpening, row.FittedOpening)
 	}
 	return b.String()
 }
@@ -660,6 +698,11 @@ func (r *Report) refinePlot() ([]byte, error) {
 	return png(p)
 }
 
+// addTarget draws the target bitrate, in Mbit/s, grey and dashed.
+func addTarget(p *plot.Plot, target plotter.XYs) error {
+	return addLine(p, "target", target, color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}, []vg.Length{vg.Points(2), vg.Points(2)})
+}
+
 // sentRate is the rate frames sent over each bucket of a case, in Mbit/s.
 func sentRate(frames []Frame, length, bucket time.Duration) plotter.XYs {
 	n := int(length / bucket)
@@ -683,8 +726,7 @@ func (r *Report) repairPlot() ([]byte, error) {
 			return nil, err
 		}
 	}
-	target := plotter.XYs{{X: 0, Y: float64(RepairCase.Bitrate) / 1e6}, {X: RepairCase.Length.Seconds(), Y: float64(RepairCase.Bitrate) / 1e6}}
-	if err := addLine(p, "target", target, color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}, []vg.Length{vg.Points(2), vg.Points(2)}); err != nil {
+	if err := addTarget(p, plotter.XYs{{X: 0, Y: float64(RepairCase.Bitrate) / 1e6}, {X: RepairCase.Length.Seconds(), Y: float64(RepairCase.Bitrate) / 1e6}}); err != nil {
 		return nil, err
 	}
 	return png(p)
@@ -699,7 +741,7 @@ func (r *Report) stepPlot() ([]byte, error) {
 	}
 	target := plotter.XYs{{X: 0, Y: float64(StepCase.Bitrate) / 1e6}, {X: StepCase.StepAt.Seconds(), Y: float64(StepCase.Bitrate) / 1e6},
 		{X: StepCase.StepAt.Seconds(), Y: float64(StepCase.StepTo) / 1e6}, {X: StepCase.Length.Seconds(), Y: float64(StepCase.StepTo) / 1e6}}
-	if err := addLine(p, "target", target, color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}, []vg.Length{vg.Points(2), vg.Points(2)}); err != nil {
+	if err := addTarget(p, target); err != nil {
 		return nil, err
 	}
 	return png(p)

@@ -92,6 +92,7 @@ func TestCalibrationReport(t *testing.T) {
 	require.Contains(t, string(md), "## Refinement on a still screen (N15)")
 	require.Contains(t, string(md), "## Repair keyframes")
 	require.Contains(t, string(md), "## Frames offered at less than the frame rate")
+	require.Contains(t, string(md), "The first ticks of each")
 }
 
 // TestRepairs checks the repair experiment's summary on frames made by
@@ -142,4 +143,21 @@ func TestOfferEvery(t *testing.T) {
 			require.Equal(t, screen.Tick(int64(2*i), Rate), f.At)
 		}
 	})
+}
+
+// TestOpening checks the ticks the offer experiment shows: a character a
+// tick, the keyframe, frames coded and skipped, and ticks with no frame
+// offered; refinement passes and ticks past the end left out.
+func TestOpening(t *testing.T) {
+	tick := func(k int64) time.Duration { return screen.Tick(k, Rate) }
+	frames := []Frame{
+		{At: tick(0), Bytes: 50_000, Keyframe: true},
+		{At: tick(1), Skipped: true},
+		{At: tick(2), Bytes: 4_000},
+		{At: tick(4), Bytes: 4_000},
+		{At: tick(5), Bytes: 20, Pass: 1},
+		{At: tick(6), Skipped: true},
+		{At: tick(9), Bytes: 4_000},
+	}
+	require.Equal(t, "K-x.x.-.", opening(frames, 8))
 }
