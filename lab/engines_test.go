@@ -57,7 +57,7 @@ var engineSeeds = []uint64{1, 2, 3, 4}
 
 // The sessions' shape. Media: a fixed 1 Mbit/s video on the documented bad
 // link both ways for 10 s, latencies from 2 s. At 1 Mbit/s a frame is one
-// or two packets, so the 1% loss delays about 1% of the frames and the p95
+// or two packets, so the 1% loss delays about 2% of the frames and the p90
 // is the pipeline's and the link's; at 2 Mbit/s the p95 sits on the edge of
 // the frames that wait for a retransmission and moved from 61 to 654 ms over
 // 20 virtual seeds, too wide to compare anything. Bulk: 10 s of QUIC bulk on
@@ -78,8 +78,10 @@ const (
 // the viewer dropped a late frame and asked for nothing; since it follows
 // the reference chain the test compares the network part under the wait
 // policy (median 28.49 ms virtual, 28.86 proxy, 29.09 kernel; p95 28.50,
-// 29.33, 29.73 ms, one run on 2026-12-02), which the real-time timers'
-// lateness touches less, so the bounds hold with more room. They came from
+// 29.33, 29.73 ms, one run on 2026-12-02; p90 28.50, 28.89 to 28.92, 29.08
+// to 29.11 ms and p99 86.54 to 86.54, 86.73 to 87.02, 87.26 to 87.84 ms in
+// three runs on 2026-12-03), which the real-time timers' lateness touches
+// less, so the bounds hold with more room. They came from
 // three runs of this test on the shared 2-core
 // machine (load average 3.5, the real-time runs side by side as here), 4
 // seeds each, against 20 seeds of the virtual runs:
@@ -109,27 +111,36 @@ const (
 // goodput, like the latency, is bounded one-sided: a little more is lost
 // to a busy machine's late timers, and no more than noise gained.
 const (
-	// realTimeLatenessMedian and realTimeLatenessP95 bound how much longer
-	// a real-time engine's pooled median and p95 may be than the virtual
+	// realTimeLatenessMedian and realTimeLatenessTail bound how much longer
+	// a real-time engine's pooled median, p90 and p99 may be than the virtual
 	// ones: the measured offset (1.4 and 4.2 ms at most) and as much again
 	// for a busier machine.
 	realTimeLatenessMedian = 3 * time.Millisecond
-	realTimeLatenessP95    = 8 * time.Millisecond
+	realTimeLatenessTail   = 8 * time.Millisecond
 	// realTimeEarly is how much shorter they may be: timers are never
 	// early, so this is only rounding and the links' precise timers' slack.
 	realTimeEarly = 500 * time.Microsecond
-	// engineP95Early is realTimeEarly for the p95 of the network part:
-	// the p95 sits between the frames of one packet and those of two
-	// (28.5 and 30.0 ms in virtual time), and which it lands on moves
-	// between runs of the same seeds (pooled 28.50 ms in one run of the
-	// test, 29.98 ms in the next, 2026-12-02), so a real-time engine's may
-	// come out a step lower: one packet's time on the 5 Mbit/s link, 2 ms.
-	engineP95Early = 2 * time.Millisecond
-	// engineRealMedianTol and engineRealP95Tol bound the difference
-	// between the two real-time engines (measured: 0.1 to 0.26 ms and 0 to
-	// 0.7 ms): several times the run-to-run movement.
+	// engineTailEarly is realTimeEarly for the p99 of the network part,
+	// which lies among the frames that waited for a retransmission (1.5 to
+	// 2.3% of them, 86.5 to 87.0 ms in virtual time): which frames those
+	// are moves a little from run to run, so a real-time engine's may come
+	// out a little lower: one packet's time on the 5 Mbit/s link, 2 ms.
+	//
+	// The p95 is not compared: the network part's distribution has steps
+	// (a frame of one packet, 28.5 ms; of two, 30.0; a packet sent again,
+	// 32 and 87), and the p95 lands on whichever step the run's 5% falls
+	// on. Pooled over the same four seeds in virtual time it came out
+	// 28.50, 29.98 and 32.04 ms in three runs (the engines' goroutines meet
+	// at the same virtual instant in a different order from run to run),
+	// and a CI run failed on the last. The p90 (28.50 ms in 24 virtual
+	// runs of a seed) and the p99 sit on flat parts of it.
+	engineTailEarly = 2 * time.Millisecond
+	// engineRealMedianTol and engineRealTailTol bound the difference
+	// between the two real-time engines (measured: median 0.1 to 0.26 ms,
+	// p95 0 to 0.7 ms; p90 0.16 to 0.21 ms and p99 0.23 to 1.1 ms in three
+	// runs on 2026-12-03): several times the run-to-run movement.
 	engineRealMedianTol = 1 * time.Millisecond
-	engineRealP95Tol    = 3 * time.Millisecond
+	engineRealTailTol   = 3 * time.Millisecond
 	// engineGoodputGain bounds how much more goodput a real-time engine may
 	// carry than virtual time: the mean over the seeds of each seed's ratio
 	// to the virtual run of the same seed, minus one. 1441-byte packets
@@ -164,7 +175,7 @@ type bulkFigures struct {
 
 // TestEnginesAgree runs the same media session and the same QUIC bulk flow
 // over the three engines and checks that they agree: the media latency's
-// median and p95, and the bulk goodput. The virtual runs come first, alone,
+// median, p90 and p99, and the bulk goodput. The virtual runs come first, alone,
 // so that their CPU does not delay the real-time ones; then each real-time
 // engine's runs (all seeds, media and bulk) run side by side, about 12.5 s
 // of wall time an engine. Without kernel mode (not root, no
@@ -175,8 +186,8 @@ func TestEnginesAgree(t *testing.T) {
 		t.Skip("skipping: real-time sessions take their real duration")
 	}
 	// A frame waits on four timers or so (capture, conversion, encode,
-	// decode): timers 3 ms late at their p99 put the p95 near the 8 ms
-	// realTimeLatenessP95 allows for the real-time clock.
+	// decode): timers 3 ms late at their p99 put the p90 near the 8 ms
+	// realTimeLatenessTail allows for the real-time clock.
 	timerprobe.Require(t, 3*time.Millisecond)
 	virtual := map[uint64]*engineFigures{}
 	for _, seed := range engineSeeds {
@@ -280,17 +291,19 @@ func TestEnginesAgree(t *testing.T) {
 			pLat, kLat = append(pLat, p.latencies...), append(kLat, k.latencies...)
 		}
 		pm, km := pct(pLat, 0.5), pct(kLat, 0.5)
-		pp, kp := pct(pLat, 0.95), pct(kLat, 0.95)
-		t.Logf("median proxy %v kernel %v; p95 proxy %v kernel %v", pm, km, pp, kp)
+		p90p, p90k := pct(pLat, 0.90), pct(kLat, 0.90)
+		p99p, p99k := pct(pLat, 0.99), pct(kLat, 0.99)
+		t.Logf("median proxy %v kernel %v; p90 proxy %v kernel %v; p99 proxy %v kernel %v", pm, km, p90p, p90k, p99p, p99k)
 		require.InDelta(t, float64(pm), float64(km), float64(engineRealMedianTol), "media median: proxy %v, kernel %v", pm, km)
-		require.InDelta(t, float64(pp), float64(kp), float64(engineRealP95Tol), "media p95: proxy %v, kernel %v", pp, kp)
+		require.InDelta(t, float64(p90p), float64(p90k), float64(engineRealTailTol), "media p90: proxy %v, kernel %v", p90p, p90k)
+		require.InDelta(t, float64(p99p), float64(p99k), float64(engineRealTailTol), "media p99: proxy %v, kernel %v", p99p, p99k)
 	})
 }
 
 // compareEngines checks one real-time engine against the virtual one.
 //
 // Media: each engine's latencies of all seeds are pooled (about 1900
-// frames), and the pooled median and p95 compared, the real-time ones
+// frames), and the pooled median, p90 and p99 compared, the real-time ones
 // allowed the real-time clock's lateness (see the bounds).
 //
 // Bulk: per seed, the goodput ratio to the virtual run of the same seed;
@@ -316,18 +329,20 @@ func compareEngines(t *testing.T, name string, header int, virtual, got map[uint
 			name, g.bulk.goodput/1e6, g.bulk.sent, g.bulk.lost,
 			g.bulk.data.Dropped[netem.DropLoss].Packets, g.bulk.data.Offered.Packets, g.bulk.acks.Dropped[netem.DropLoss].Packets, g.bulk.acks.Offered.Packets,
 			ratios[len(ratios)-1])
-		t.Logf("seed %d media: virtual median %v p95 %v, %s median %v p95 %v", seed,
-			pct(v.latencies, 0.5), pct(v.latencies, 0.95), name, pct(g.latencies, 0.5), pct(g.latencies, 0.95))
+		t.Logf("seed %d media: virtual median %v p90 %v p99 %v, %s median %v p90 %v p99 %v", seed,
+			pct(v.latencies, 0.5), pct(v.latencies, 0.90), pct(v.latencies, 0.99),
+			name, pct(g.latencies, 0.5), pct(g.latencies, 0.90), pct(g.latencies, 0.99))
 	}
 	vMed, gMed := pct(vLat, 0.5), pct(gLat, 0.5)
-	vP95, gP95 := pct(vLat, 0.95), pct(gLat, 0.95)
+	vP90, gP90 := pct(vLat, 0.90), pct(gLat, 0.90)
+	vP99, gP99 := pct(vLat, 0.99), pct(gLat, 0.99)
 	var sum float64
 	for _, r := range ratios {
 		sum += r
 	}
 	meanRatio := sum / float64(len(ratios))
-	t.Logf("pooled: median virtual %v %s %v (%+v); p95 virtual %v %s %v (%+v); goodput ratio %.3f",
-		vMed, name, gMed, gMed-vMed, vP95, name, gP95, gP95-vP95, meanRatio)
+	t.Logf("pooled: median virtual %v %s %v (%+v); p90 virtual %v %s %v (%+v); p99 virtual %v %s %v (%+v); goodput ratio %.3f",
+		vMed, name, gMed, gMed-vMed, vP90, name, gP90, gP90-vP90, vP99, name, gP99, gP99-vP99, meanRatio)
 	inLateness := func(what string, v, g, early, late time.Duration) {
 		t.Helper()
 		if g < v-early || g > v+late {
@@ -335,7 +350,8 @@ func compareEngines(t *testing.T, name string, header int, virtual, got map[uint
 		}
 	}
 	inLateness("median", vMed, gMed, realTimeEarly, realTimeLatenessMedian)
-	inLateness("p95", vP95, gP95, engineP95Early, realTimeLatenessP95)
+	inLateness("p90", vP90, gP90, realTimeEarly, realTimeLatenessTail)
+	inLateness("p99", vP99, gP99, engineTailEarly, realTimeLatenessTail)
 	require.LessOrEqual(t, meanRatio, 1+engineGoodputGain, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
 	require.GreaterOrEqual(t, meanRatio, 1-engineGoodputLoss, "bulk goodput: %s over virtual, mean of the seeds' ratios %v", name, ratios)
 }

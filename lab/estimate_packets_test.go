@@ -14,11 +14,20 @@ import (
 // at their start (lab test, the sweep, the nightly, compare) to what the
 // library's sessions carry: the library's packets in all within 15% of
 // the model's, and each session that carries more than 50 thousand (the
-// ones that decide a run's time) within 40%. Not closer: an adaptive
-// controller without a written ceiling is taken at its start, and the ABR
-// climbs above it where the link allows (abr-capacity-drop carries 1.4
-// times the estimate). The sessions are the library suite's, run once per
-// test binary and shared with TestLibrary.
+// ones that decide a run's time) within a factor of 1.5. Not closer: an
+// adaptive controller without a written ceiling is taken at its start,
+// and the ABR climbs above it where the link allows: abr-capacity-drop
+// carried 59 to 63 thousand packets natively against the estimate's 44.8
+// (1.32 to 1.41 times) over runs on 2026-12-02 and 03, and a CI run failed
+// a bound of 1.4 on it. Following the climb in the estimate (up by the
+// ABR's step every hold, towards the bottleneck's rate) put it within 10%
+// but took abr-busy-pc-old, whose busy encoder keeps it far below its
+// 1 Gbit/s link, from 8 thousand to 260 thousand, and the library's
+// total 23% over: the encoder, not the link, stops that climb, and the
+// estimate does not model the encoder. A factor of 1.5 is still inside
+// the factor of two the estimate promises (lab/estimate). The sessions
+// are the library suite's, run once per test binary and shared with
+// TestLibrary.
 func TestEstimateCountsTheLibrarysPackets(t *testing.T) {
 	lib, err := scenarios.Library()
 	if err != nil {
@@ -66,8 +75,8 @@ func TestEstimateCountsTheLibrarysPackets(t *testing.T) {
 		predicted += want
 		counted += got
 		fmt.Fprintf(&table, "| %s | %.0f | %.0f | %.2f |\n", sc.Name, got, want, want/got)
-		if got > 50_000 && (want < got/1.4 || want > got*1.4) {
-			t.Errorf("%s: %.0f packets estimated, %.0f counted: more than 40%% off", sc.Name, want, got)
+		if got > 50_000 && (want < got/1.5 || want > got*1.5) {
+			t.Errorf("%s: %.0f packets estimated, %.0f counted: off by more than a factor of 1.5", sc.Name, want, got)
 		}
 	}
 	t.Logf("\n%s| all | %.0f | %.0f | %.2f |", table.String(), counted, predicted, predicted/counted)
