@@ -1,0 +1,160 @@
+package recording
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/agent/codec"
+)
+
+// screens makes n frames of a w x h screen: a noisy first frame, then a
+// block of new noise moving right by 8 pixels a frame, with its damage.
+func screens(w, h, n int, seed uint64) (frames []*codec.Frame, damage [][]codec.Rect) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	f := codec.NewFrame(w, h)
+	for i := range f.Pix {
+		f.Pix[i] = rng.Uint32() & 0xffffff
+	}
+	frames = append(frames, f)
+	damage = append(damage, nil)
+	for k := 1; k < n; k++ {
+		f = f.Clone()
+		r := codec.Rect{X: (8 * k) % (w - 16), Y: h / 4, W: 16, H: 16}
+		for y := r.Y; y < r.Y+r.H; y++ {
+			for x := r.X; x < r.X+r.W; x++ {
+				f.Pix[y*w+x] = rng.Uint32() & 0xffffff
+			}
+		}
+		frames = append(frames, f)
+		damage = append(damage, []codec.Rect{r})
+	}
+	return frames, damage
+}
+
+func write(t *testing.T, frames []*codec.Frame, damage [][]codec.Rect) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "r.labrec")
+	out, err := os.Create(path)
+	require.NoError(t, err)
+	meta := Meta{Width: frames[0].W, Height: frames[0].H, Refresh: 60, Kind: "test", App: "none", Script: "moving noise", Command: "go test"}
+	w, err := NewWriter(out, meta)
+	require.NoError(t, err)
+	for i, f := range frames {
+		require.NoError(t, w.Add(time.Duration(i)*time.Second/60, f, damage[i]))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, out.Close())
+	return path
+}
+
+// TestRoundTrip: the pixels come back exactly, and the index says when
+// each frame came, what was damaged and how much really changed.
+func TestRoundTrip(t *testing.T) {
+	frames, damage := screens(96, 64, 12, 1)
+	path := write(t, frames, damage)
+	rec, err := Open(path)
+	require.NoError(t, err)
+	require.Len(t, rec.Frames, len(frames))
+	require.Equal(t, 96, rec.Meta.Width)
+	require.Equal(t, "moving noise", rec.Meta.Script)
+	require.Equal(t, []codec.Rect{{X: 0, Y: 0, W: 96, H: 64}}, rec.Frames[0].Damage, "the first frame is the whole screen")
+	require.Equal(t, 1.0, rec.Frames[0].Changed)
+	for i := 1; i < len(frames); i++ {
+		require.Equal(t, time.Duration(i)*time.Second/60, rec.Frames[i].At)
+		require.Equal(t, damage[i], rec.Frames[i].Damage)
+		// Almost every pixel of new noise differs from the old.
+		require.InDelta(t, 256.0/(96*64), rec.Frames[i].Changed, 3.0/(96*64))
+		require.InDelta(t, 55, rec.Frames[i].Detail, 8, "noise's detail")
+	}
+	require.Equal(t, 11*time.Second/60+time.Second/60, rec.Duration())
+	p, err := rec.Play()
+	require.NoError(t, err)
+	defer p.Close()
+	for i := range frames {
+		k, f, err := p.Next()
+		require.NoError(t, err)
+		require.Equal(t, i, k)
+		require.Equal(t, frames[i].Pix, f.Pix, "frame %d", i)
+	}
+	_, _, err = p.Next()
+	require.ErrorIs(t, err, io.EOF)
+}
+
+// TestCompact: a frame costs what changed, not the screen.
+func TestCompact(t *testing.T) {
+	frames, damage := screens(320, 192, 31, 2)
+	path := write(t, frames, damage)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	// The first frame is noise (3 bytes a pixel do not compress); each of
+	// the 30 others 256 pixels of noise, with their tile's overhead.
+	require.Less(t, st.Size(), int64(320*192*3+30*(64*64*3)+4096))
+}
+
+// TestDetail: flat colour has none; a one-pixel checkerboard of black and
+// white the most.
+func TestDetail(t *testing.T) {
+	f := codec.NewFrame(8, 8)
+	all := []codec.Rect{{X: 0, Y: 0, W: 8, H: 8}}
+	require.Equal(t, 0.0, Detail(f, all))
+	for y := range 8 {
+		for x := range 8 {
+			if (x+y)%2 == 1 {
+				f.Pix[y*8+x] = 0xffffff
+			}
+		}
+	}
+	require.Equal(t, 255.0, Detail(f, all))
+	y := make([]byte, 64)
+	for i := range y {
+		y[i] = byte(luma(f.Pix[i]))
+	}
+	require.Equal(t, 255.0, DetailLuma(y, 8, 8, all), "the same measure on a luma plane")
+}
+
+// TestDamagedFiles: a truncated or foreign file is refused with what is
+// wrong, never read as a shorter recording.
+func TestDamagedFiles(t *testing.T) {
+	frames, damage := screens(64, 32, 4, 3)
+	path := write(t, frames, damage)
+	whole, err := os.ReadFile(path)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"foreign":   {[]byte("P6\n64 32\n255\n"), "not a screen recording"},
+		"version":   {append([]byte("LABSCREC\x09"), whole[9:]...), "format version 9"},
+		"truncated": {whole[:len(whole)-5], "frame 3: pixels cut short"},
+		"no frames": {whole[:bytes.Index(whole, []byte(`"}`))+2], "no frames"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name)
+			require.NoError(t, os.WriteFile(p, c.data, 0o644))
+			_, err := Open(p)
+			require.ErrorContains(t, err, c.want)
+			require.ErrorContains(t, err, p, "the error names the file")
+		})
+	}
+}
+
+// TestWriterRefuses: frames out of order, of another size or with damage
+// off the screen.
+func TestWriterRefuses(t *testing.T) {
+	w, err := NewWriter(io.Discard, Meta{Width: 8, Height: 8, Refresh: 60})
+	require.NoError(t, err)
+	require.NoError(t, w.Add(time.Second, codec.NewFrame(8, 8), nil))
+	require.ErrorContains(t, w.Add(0, codec.NewFrame(8, 8), nil), "before the frame before")
+	require.ErrorContains(t, w.Add(2*time.Second, codec.NewFrame(4, 8), nil), "is 4x8")
+	require.ErrorContains(t, w.Add(2*time.Second, codec.NewFrame(8, 8), []codec.Rect{{X: 4, Y: 4, W: 8, H: 1}}), "outside")
+	_, err = NewWriter(io.Discard, Meta{Width: 8, Height: 8})
+	require.ErrorContains(t, err, "refresh")
+}
