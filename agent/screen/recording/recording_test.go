@@ -158,3 +158,16 @@ func TestWriterRefuses(t *testing.T) {
 	_, err = NewWriter(io.Discard, Meta{Width: 8, Height: 8})
 	require.ErrorContains(t, err, "refresh")
 }
+
+// TestChangedShareCountsOnce: pixels under two damage rectangles count
+// once, and damaged pixels drawn again unchanged not at all.
+func TestChangedShareCountsOnce(t *testing.T) {
+	prev := codec.NewFrame(10, 10)
+	cur := prev.Clone()
+	for x := range 4 {
+		cur.Pix[x] = 1 // four pixels of the top row change
+	}
+	damage := []codec.Rect{{X: 0, Y: 0, W: 4, H: 1}, {X: 2, Y: 0, W: 8, H: 2}}
+	require.Equal(t, 0.04, ChangedShare(prev, cur, damage))
+	require.Equal(t, 1.0, ChangedShare(nil, cur, damage))
+}
