@@ -405,17 +405,20 @@ func (p *Player) Next() (int, *codec.Frame, error) {
 // Close closes the recording's file.
 func (p *Player) Close() error { return p.f.Close() }
 
-// luma is a pixel's luma, BT.601's weights over full-range RGB: detail is
-// what the eye and the encoders see in luma.
+// luma is a pixel's luma as the encoders see it: BT.601's limited-range
+// integer matrix, the same as yuv's FromRGB, so that Detail over a
+// recorded frame equals DetailLuma over its I420 picture, the painter's
+// pictures' form. Detail is what the eye and the encoders see in luma.
 func luma(px uint32) int {
 	r, g, b := int(px>>16&0xff), int(px>>8&0xff), int(px&0xff)
-	return (299*r + 587*g + 114*b + 500) / 1000
+	return (66*r+129*g+25*b+128)>>8 + 16
 }
 
 // Detail is the spatial detail of the pixels of f inside rects: the mean
 // absolute difference of luma between each pixel and its right and lower
-// neighbours (within f): 0 for flat colour, about 55 for noise uniform in
-// R, G and B, 255 for a one-pixel checkerboard of black and white.
+// neighbours (within f), luma as the encoders see it (16 to 235): 0 for
+// flat colour, about 47 for noise uniform in R, G and B, 219 for a
+// one-pixel checkerboard of black and white.
 // Overlapping rectangles count their shared pixels more than once.
 func Detail(f *codec.Frame, rects []codec.Rect) float64 {
 	var sum, n int64

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
+	"github.com/nuvirahub/latencylab/internal/yuv"
 )
 
 // screens makes n frames of a w x h screen: a noisy first frame, then a
@@ -71,7 +72,7 @@ func TestRoundTrip(t *testing.T) {
 		require.Equal(t, damage[i], rec.Frames[i].Damage)
 		// Almost every pixel of new noise differs from the old.
 		require.InDelta(t, 256.0/(96*64), rec.Frames[i].Changed, 3.0/(96*64))
-		require.InDelta(t, 55, rec.Frames[i].Detail, 8, "noise's detail")
+		require.InDelta(t, 47, rec.Frames[i].Detail, 7, "noise's detail")
 	}
 	require.Equal(t, 11*time.Second/60+time.Second/60, rec.Duration())
 	p, err := rec.Play()
@@ -99,7 +100,7 @@ func TestCompact(t *testing.T) {
 }
 
 // TestDetail: flat colour has none; a one-pixel checkerboard of black and
-// white the most.
+// white the most; a recorded frame's detail is its I420 picture's.
 func TestDetail(t *testing.T) {
 	f := codec.NewFrame(8, 8)
 	all := []codec.Rect{{X: 0, Y: 0, W: 8, H: 8}}
@@ -111,12 +112,15 @@ func TestDetail(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, 255.0, Detail(f, all))
-	y := make([]byte, 64)
-	for i := range y {
-		y[i] = byte(luma(f.Pix[i]))
-	}
-	require.Equal(t, 255.0, DetailLuma(y, 8, 8, all), "the same measure on a luma plane")
+	require.Equal(t, 219.0, Detail(f, all))
+	// The same measure on the I420 picture an encoder is given.
+	pic := yuv.New(8, 8)
+	pic.FromRGB(f.Pix, 8, 8)
+	require.Equal(t, 219.0, DetailLuma(pic.Y, 8, 8, all))
+	frames, damage := screens(64, 32, 2, 4)
+	pic = yuv.New(64, 32)
+	pic.FromRGB(frames[1].Pix, 64, 32)
+	require.Equal(t, Detail(frames[1], damage[1]), DetailLuma(pic.Y, 64, 32, damage[1]))
 }
 
 // TestDamagedFiles: a truncated or foreign file is refused with what is
