@@ -19,7 +19,11 @@
 //   - a video in a window: its own scene panning inside the window, with
 //     grain, at the video's frame rate;
 //   - a photo: a still detailed picture that appears in its region;
-//   - a still screen: no version, so nothing changes.
+//   - a still screen: no version, so nothing changes;
+//   - a recorded desktop (agent/screen/recording): the recording's own
+//     pixels, the frame the screen says its phase shows at the version's
+//     instant (Recorded), scaled to the painter's size by the nearest
+//     sample if it was recorded at another.
 //
 // Every region's pixels are a pure function of the seed, its source, its
 // detail and the version's instant (or number), drawn from textures painted
@@ -43,6 +47,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/codec/frames"
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/internal/seeded"
 	"github.com/nuvirahub/latencylab/internal/yuv"
 )
@@ -89,6 +94,10 @@ type Painter struct {
 	noise map[int][]int8 // noise tiles by amplitude (grain)
 	rgb   *codec.Frame   // scratch for painting textures
 	grid  [2][]int       // the pixel column (0) and row (1) where each grid cell starts, and the end
+	// recorded holds the recordings replayed so far, each decoded in
+	// order (see recordedPicture).
+	recorded map[*recording.Recording]*recordedPictures
+	err      error // the first error painting a region met
 }
 
 // New makes a painter of the versions of src, whose content draws from
@@ -155,6 +164,11 @@ func (p *Painter) Paint(v uint64) (*yuv.I420, error) {
 		}
 		for _, r := range regions[start:] {
 			p.region(img, r)
+		}
+		if p.err != nil {
+			err := p.err
+			p.err, p.cur, p.at = nil, nil, 0 // the picture is unfinished
+			return nil, err
 		}
 		p.at = u
 	}
@@ -224,6 +238,10 @@ func (p *Painter) region(img screen.Image, r screen.Region) {
 		p.copyFrom(px, page, px.x0+int(img.Version)*frames.GlyphW, px.y0)
 	case "photo":
 		p.copyFrom(px, p.texture(texPhoto, c), px.x0, px.y0)
+	case SourceRecording:
+		if err := p.recordedRegion(px, img.At, r.Phase); err != nil && p.err == nil {
+			p.err = err
+		}
 	default:
 		// A scripted change (or a source this painter does not know):
 		// content of its detail, moved on at every version so that each
