@@ -1,7 +1,8 @@
 // Package screen owns the lab's models of what is on the controlled PC's
 // screen: a full-screen animation (the write-up's test set-up, N3), a still
-// screen, typing, scrolling, a video in a window, a photo that appears, and
-// explicit scripts, switched by a timeline.
+// screen, typing, scrolling, a video in a window, a photo that appears,
+// explicit scripts, and recorded real desktops replayed from their index
+// (Recording), switched by a timeline.
 //
 // There are no pixels. A version of the screen is described by what the
 // encoder's cost depends on: which part of the screen changed (tracked on a
@@ -27,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/internal/seeded"
 )
 
@@ -146,6 +148,7 @@ var ErrConfig = errors.New("screen: bad configuration")
 type phase struct {
 	at   time.Duration
 	kind string
+	src  Source
 	next func() (Change, bool)
 }
 
@@ -205,7 +208,7 @@ func New(seed uint64, cfg Config) (*Model, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: phase %d (%s): %w", ErrConfig, i, ph.Source.Kind(), err)
 		}
-		m.phases = append(m.phases, phase{at: ph.At, kind: ph.Source.Kind(), next: next})
+		m.phases = append(m.phases, phase{at: ph.At, kind: ph.Source.Kind(), src: ph.Source, next: next})
 	}
 	// Version 1 is the desktop as the session finds it: the whole screen is
 	// new to a viewer that has nothing.
@@ -520,6 +523,32 @@ func (m *Model) Changes(until time.Duration) []time.Duration {
 		out[i] = m.events[i].img.At
 	}
 	return out
+}
+
+// RecordedFrame tells a painter which frame of which recording phase phase
+// (a Recording) shows at at, from the session start: the frame of the last
+// change it made at or before at. at may be the refresh that presented a
+// change made just before the next phase took over: the phase's frame is
+// then the one it showed when it ended. False for a phase that replays no
+// recording, or before it starts.
+func (m *Model) RecordedFrame(phase int, at time.Duration) (*recording.Recording, int, bool) {
+	// The phases never change after New: no lock.
+	if phase < 0 || phase >= len(m.phases) {
+		return nil, 0, false
+	}
+	src, ok := m.phases[phase].src.(Recording)
+	if !ok {
+		return nil, 0, false
+	}
+	t := at - m.phases[phase].at
+	if phase+1 < len(m.phases) {
+		t = min(t, m.phases[phase+1].at-m.phases[phase].at-1)
+	}
+	i, ok := src.Frame(t)
+	if !ok {
+		return nil, 0, false
+	}
+	return src.Recording, i, true
 }
 
 // Next implements Screen.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
+	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/internal/yuv"
 )
@@ -20,6 +21,8 @@ const SourceRecording = "recording"
 type Recorded interface {
 	RecordedFrame(phase int, at time.Duration) (rec *recording.Recording, frame int, ok bool)
 }
+
+var _ Recorded = (*screen.Model)(nil)
 
 // recordedPictures decodes one recording's frames in order and keeps the
 // last as a picture of the painter's size.
