@@ -1,8 +1,9 @@
 // Command lab is the latency lab's command line: real-time runs (demo, a
 // QUIC bulk transfer through the impairment proxy; proxy, the proxy for any
 // program's traffic with a scenario's network), the codec benchmark, and the
-// report jobs (nightly, accept, compare, sweep, sweep-merge, tune, report), and
-// lab test, which runs a user's own scenario files as tests. The scenario
+// report jobs (nightly, accept, compare, sweep, sweep-merge, tune, report),
+// lab record, which records real desktop applications for the screen models,
+// and lab test, which runs a user's own scenario files as tests. The scenario
 // suite runs inside go test (make suite); so do the jobs that run sessions
 // natively in virtual time, which this command starts with go test.
 package main
@@ -31,6 +32,7 @@ commands:
   ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
   shell   run any program (or a shell) in a namespace behind a scenario's network, TCP and UDP, as root (like mahimahi)
   vnc     a real VNC server (x11vnc or Xvnc) measured through a scenario's network: update latency per screen change, as root
+  record  real desktop applications (xterm, Chromium, mpv, ...) under Xvfb, recorded losslessly with their X damage
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
   test    your own scenario files in virtual time, exact: progress, summary, results, report, JUnit XML
 
@@ -80,6 +82,8 @@ func main() {
 		os.Exit(shellMain(os.Args[2:])) // CMD's status
 	case "vnc":
 		err = vncMain(os.Args[2:], os.Stdout, os.Stderr)
+	case "record":
+		err = recordMain(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -1,0 +1,127 @@
+package record
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/agent/codec"
+	"github.com/nuvirahub/latencylab/agent/screen/recording"
+)
+
+// needs skips a test when kind's programs are not installed, saying
+// which, unless LAB_REQUIRE_RECORD=1 (CI) makes that a failure.
+func needs(t *testing.T, kind string) {
+	t.Helper()
+	if err := Check(kind); err != nil {
+		if !errors.Is(err, ErrMissing) {
+			t.Fatal(err)
+		}
+		if os.Getenv("LAB_REQUIRE_RECORD") == "1" {
+			t.Fatalf("LAB_REQUIRE_RECORD=1 but %v", err)
+		}
+		t.Skipf("skipping: %v (LAB_REQUIRE_RECORD=1 makes this a failure)", err)
+	}
+}
+
+// frames decodes every frame of a recording.
+func frames(t *testing.T, rec *recording.Recording) []*codec.Frame {
+	t.Helper()
+	p, err := rec.Play()
+	require.NoError(t, err)
+	defer p.Close()
+	var out []*codec.Frame
+	for {
+		_, f, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, f)
+	}
+}
+
+// differ counts the pixels that differ between a and b.
+func differ(a, b *codec.Frame) int {
+	n := 0
+	for i := range a.Pix {
+		if a.Pix[i] != b.Pix[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// Short recordings of two kinds, made by the real applications under
+// Xvfb: frames came, each after the first with the damage X reported,
+// the last frame decoded is exactly what the display held at the end
+// (the kept copy, updated from the damaged rectangles only, never drifted
+// from the screen), and the script's input changed pixels.
+func TestRecord(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		minFrames int
+	}{
+		// Typing: a frame for most keys, the first word within half a
+		// second.
+		{"terminal-typing", 8},
+		// Window moves: a drag is a frame for each of its moves.
+		{"window-moves", 15},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			needs(t, tc.kind)
+			out := filepath.Join(t.TempDir(), tc.kind+".labrec")
+			cfg := Config{Kind: tc.kind, Width: 640, Height: 360, Duration: 2500 * time.Millisecond, Seed: 3, Out: out}
+			res, err := Record(t.Context(), cfg)
+			require.NoError(t, err)
+
+			rec, err := recording.Open(out)
+			require.NoError(t, err)
+			require.Equal(t, recording.Meta{Width: 640, Height: 360, Refresh: 60, Kind: tc.kind, App: App(mustKind(t, tc.kind)),
+				Script: res.Meta.Script, Command: "lab record -kind " + tc.kind + " -size 640x360 -duration 2.5s -rate 60 -seed 3 -out " + out}, rec.Meta)
+			require.NotEmpty(t, rec.Meta.Script)
+			require.Equal(t, res.Frames, len(rec.Frames))
+			require.GreaterOrEqual(t, len(rec.Frames), tc.minFrames)
+			st, err := os.Stat(out)
+			require.NoError(t, err)
+			require.Equal(t, st.Size(), res.Bytes)
+			for i, f := range rec.Frames[1:] {
+				require.NotEmpty(t, f.Damage, "frame %d has no damage", i+1)
+				require.Zero(t, f.At%(time.Second/60), "frame %d at %v, off the 60 Hz grid", i+1, f.At)
+			}
+
+			fs := frames(t, rec)
+			last := fs[len(fs)-1]
+			require.Zero(t, differ(res.Screen, last), "the last frame is not what the display held at the end")
+			require.Greater(t, differ(fs[0], last), 100, "the script changed nothing")
+			var changed float64
+			for _, f := range rec.Frames[1:] {
+				changed += f.Changed
+			}
+			require.Positive(t, changed)
+		})
+	}
+}
+
+func mustKind(t *testing.T, name string) Kind {
+	k, err := Lookup(name)
+	require.NoError(t, err)
+	return k
+}
+
+// A program that does not start is named, with the end of what it said.
+func TestRecordRefuses(t *testing.T) {
+	_, err := Record(t.Context(), Config{Kind: "idle", Width: 10, Height: 10, Out: "x"})
+	require.EqualError(t, err, "record: size 10x10: want sides of 64 to 4096 pixels")
+	_, err = Record(t.Context(), Config{Kind: "spreadsheet", Out: "x"})
+	require.ErrorContains(t, err, `unknown kind "spreadsheet"`)
+	t.Setenv("PATH", t.TempDir())
+	_, err = Record(t.Context(), Config{Kind: "idle", Out: "x"})
+	require.ErrorIs(t, err, ErrMissing)
+	require.ErrorContains(t, err, "idle needs Xvfb, xdotool, xclock, openbox, not found on PATH: install with `apt-get install -y")
+}
