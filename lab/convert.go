@@ -112,7 +112,7 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	if s.Downlink, s.DownlinkTimeline, p.down, p.network.Down, err = convertLink("down", sc.File, sc.Network.Down, traces); err != nil {
 		return nil, err
 	}
-	if s.Screen, err = convertScreen(sc.Screen, sc.Agent.Refresh); err != nil {
+	if s.Screen, err = convertScreen(sc.File, sc.Screen, sc.Agent.Refresh); err != nil {
 		return nil, err
 	}
 	if s.Agent, err = convertAgent(sc); err != nil {
@@ -169,7 +169,7 @@ func convertTraffic(sc *scenarios.Scenario, vw viewer.Config) ([]Flow, error) {
 			if f.Agent, err = convertAgent(&own); err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
-			if f.Screen, err = convertScreen(own.Screen, own.Agent.Refresh); err != nil {
+			if f.Screen, err = convertScreen(sc.File, own.Screen, own.Agent.Refresh); err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
 			f.Viewer = vw
@@ -503,7 +503,10 @@ func capacity(phases []capPhase, a, b time.Duration) (bits float64, capped time.
 
 // convertScreen turns the screen timeline into screen sources; the screen
 // refreshes at the agent's rate (the capture polls the display it copies).
-func convertScreen(phases []scenarios.ScreenPhase, refresh float64) (*screen.Config, error) {
+// A recording's index is read once per process and shared
+// (scenarios.OpenRecording), found by the loader's rule from file, the
+// scenario's file.
+func convertScreen(file string, phases []scenarios.ScreenPhase, refresh float64) (*screen.Config, error) {
 	if len(phases) == 0 {
 		if refresh == 0 {
 			return nil, nil // the documented full-screen animation (N3)
@@ -530,8 +533,14 @@ func convertScreen(phases []scenarios.ScreenPhase, refresh float64) (*screen.Con
 			src = screen.Video{FPS: ph.Rate, Region: region, Complexity: ph.Complexity}
 		case "photo":
 			src = screen.Photo{Region: region, Complexity: ph.Complexity}
+		case screen.SourceRecording:
+			rec, err := scenarios.OpenRecording(file, ph.File)
+			if err != nil {
+				return nil, fmt.Errorf("%w: screen[%d]: recording %q: %w", ErrScenario, i, ph.File, err)
+			}
+			src = screen.Recording{Recording: rec, Offset: ph.Offset, Once: ph.NoLoop}
 		default:
-			return nil, fmt.Errorf("%w: screen[%d]: unknown source %q (animation, still, typing, scrolling, video, photo)", ErrScenario, i, ph.Source)
+			return nil, fmt.Errorf("%w: screen[%d]: unknown source %q (animation, still, typing, scrolling, video, photo, recording)", ErrScenario, i, ph.Source)
 		}
 		cfg.Timeline = append(cfg.Timeline, screen.Phase{At: ph.At, Source: src})
 	}
@@ -543,7 +552,7 @@ func convertScreen(phases []scenarios.ScreenPhase, refresh float64) (*screen.Con
 // animation when the section is empty. lab vnc draws it on a real
 // server's display.
 func ScreenTimeline(sc *scenarios.Scenario) ([]screen.Phase, error) {
-	cfg, err := convertScreen(sc.Screen, 0)
+	cfg, err := convertScreen(sc.File, sc.Screen, 0)
 	if err != nil {
 		return nil, err
 	}

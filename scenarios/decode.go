@@ -686,6 +686,21 @@ func (tr *Trace) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
 	return d.mapping(reflect.ValueOf(tr).Elem(), n, p, -1)
 }
 
+// decodeKey reads loop, which the ScreenPhase holds the other way round
+// (NoLoop) so that its zero value is the default, a recording that plays
+// again. Only a recording loops: written for another source, loop: true
+// would leave no trace in the ScreenPhase for the validation to refuse,
+// so it is refused here, as the validation words it.
+func (ph *ScreenPhase) decodeKey(d *decoder, _ string, n *yaml.Node, p fpath) {
+	if ph.Source != "" && slices.Contains(Sources, ph.Source) && !slices.Contains(sourceFields[ph.Source], "loop") {
+		d.fail(n, p, fmtf("loop does not apply to %s: loop applies to %s", ph.Source, list(sourcesWith("loop"))))
+		return
+	}
+	if loop := d.boolean(n, p); !d.failed[p.canon] {
+		ph.NoLoop = !loop
+	}
+}
+
 // decodeKey reads loop, which the Trace holds the other way round (NoLoop)
 // so that its zero value is the default, a trace that wraps.
 func (tr *Trace) decodeKey(d *decoder, _ string, n *yaml.Node, p fpath) {

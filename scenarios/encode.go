@@ -185,6 +185,13 @@ func (tr *Trace) encodeKey(string) *yaml.Node {
 	return boolean(false)
 }
 
+func (ph *ScreenPhase) encodeKey(string) *yaml.Node {
+	if !ph.NoLoop {
+		return nil
+	}
+	return boolean(false)
+}
+
 func (a *Agent) encodeKey(key string) *yaml.Node {
 	switch {
 	case key == "convert" && a.ConvertOnCPU:

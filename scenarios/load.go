@@ -80,6 +80,7 @@ func decodeFile(file string, data []byte, defaultsFile string, defaults []byte) 
 		return nil, d, err
 	}
 	absoluteTraces(s)
+	absoluteRecordings(s)
 	return s, d, nil
 }
 

@@ -21,7 +21,8 @@ import (
 var Groups = []string{"mobile", "lan", "lossy", "pipeline", "encoder", "path", "cellular", "abr", "traffic", "rmcat", "real"}
 
 // Sources are the screen content models of agent/screen.
-var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo"}
+// A recording replays a recorded desktop (agent/screen/recording).
+var Sources = []string{"animation", "still", "typing", "scrolling", "video", "photo", "recording"}
 
 // JitterDistributions are the laws netem's jitter draws delays from.
 var JitterDistributions = []string{"uniform", "normal", "pareto-normal", "truncated-normal"}
@@ -209,6 +210,7 @@ var sourceFields = map[string][]string{
 	"scrolling": {"rate", "region", "complexity"},
 	"video":     {"rate", "region", "complexity"},
 	"photo":     {"region", "complexity"},
+	"recording": {"file", "offset", "loop"},
 }
 
 // kindFields says which controller keys (besides kind) each controller

@@ -96,6 +96,7 @@ func TestEveryKey(t *testing.T) {
 		Screen: []ScreenPhase{
 			{Source: "animation", Complexity: 0.8, Rate: 30},
 			{At: 10 * time.Second, Source: "photo", Complexity: 0.9, Region: &Region{X: 0.1, Y: 0.1, W: 0.5, H: 0.5}},
+			{At: 20 * time.Second, Source: "recording", File: absPath(t, tinyRecording), Offset: 100 * time.Millisecond, NoLoop: true},
 		},
 		Agent: Agent{
 			Encoder: "openh264-asm",

@@ -301,8 +301,9 @@ type Window struct {
 type ScreenPhase struct {
 	// At is when the source takes over.
 	At time.Duration `yaml:"at" format:",later" missing:"the instant the phase starts, like 10s (only the first phase may leave it out)"`
-	// Source is animation, still, typing, scrolling, video or photo.
-	Source string `yaml:"source" format:",required" expected:"a source: {names}" names:"sources" missing:"one of animation, still, typing, scrolling, video, photo"`
+	// Source is animation, still, typing, scrolling, video, photo or
+	// recording.
+	Source string `yaml:"source" format:",required" expected:"a source: {names}" names:"sources" missing:"one of animation, still, typing, scrolling, video, photo, recording"`
 	// Region is the part of the screen a video, photo or scroll covers, as
 	// fractions of the screen (0: the source's default).
 	Region *Region `yaml:"region,flow"`
@@ -311,6 +312,20 @@ type ScreenPhase struct {
 	// Rate is the animation's or scrolling's change rate, or the video's
 	// frames per second (0: the source's default).
 	Rate float64 `yaml:"rate" format:"changes"`
+	// File is a recording's file (agent/screen/recording, a .labrec),
+	// required by and only for the recording source. Its path counts as a
+	// trace's (Trace.File: from the repository's root in the library's
+	// files, from the file's own folder in any other, or absolute), but
+	// there is no shared: form. The loader opens its index, and writes a
+	// path of the second kind as an absolute one.
+	File string `yaml:"file" format:",nonempty" expected:"a recording's path, like ../testdata/recordings/typing.labrec" missing:"the recording's path, like ../testdata/recordings/typing.labrec"`
+	// Offset is where in the recording the phase starts, from its first
+	// frame; below the recording's length.
+	Offset time.Duration `yaml:"offset"`
+	// NoLoop is the recording played once, written loop: false: after its
+	// last frame the screen keeps it, instead of playing the recording
+	// again from its first frame (loop: true, the default).
+	NoLoop bool `yaml:"loop" format:",custom" expected:"true or false"`
 }
 
 // Region is a rectangle in fractions of the screen.

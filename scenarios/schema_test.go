@@ -346,7 +346,7 @@ func TestFormatDoc(t *testing.T) {
 		"path":           objects["path"],
 		"traffic":        objects["flow"],
 		"viewer, clocks": append(prefixed("viewer.", objects["viewer"]), prefixed("clocks.", objects["clocks"])...),
-		"screen":         {"complexity", "rate", "region"}, // at and source are in the text above it
+		"screen":         {"complexity", "rate", "region", "file", "offset", "loop"}, // at and source are in the text above it
 	} {
 		require.Equal(t, sorted(want), tableKeys(section), "FORMAT.md's table in %q", section)
 	}

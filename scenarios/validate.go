@@ -59,7 +59,7 @@ func validate(s *Scenario, rep reporter) {
 type validator struct {
 	s      *Scenario
 	rep    reporter
-	traces *traceCheck // loads each trace the scenario names once
+	traces *traceCheck // loads each trace (and recording) the scenario names once
 }
 
 func (v validator) errf(field string, related []string, format string, args ...any) {
@@ -298,6 +298,12 @@ func (v validator) screenAt(sp string, screen []ScreenPhase) {
 		}
 		if has("complexity", ph.Complexity != 0) {
 			v.fraction(p+".complexity", ph.Complexity)
+		}
+		has("file", ph.File != "")
+		has("offset", ph.Offset != 0)
+		has("loop", ph.NoLoop)
+		if ph.Source == recordingSource {
+			v.traces.recording(v, p, ph)
 		}
 		if has("rate", ph.Rate != 0) && !(ph.Rate > 0 && ph.Rate <= 10*refresh) {
 			v.errf(p+".rate", []string{"agent.refresh"}, "%s out of range: expected changes per second above 0 and at most %s (ten per refresh)", fmtFloat(ph.Rate), fmtFloat(10*refresh))

@@ -41,6 +41,7 @@ var sections = map[string][]string{
 	"docs/rmcat.md":         {"The cases", "Where the lab differs from the RFC's set-up", "Criteria and the ABR's expected failures", "The two controllers side by side", "Comparing them over seeds"},
 	"docs/traffic.md":       {"The kinds", "The TCP-like model", "Measurements", "A worked example: a download at home", "In the kernel mode", "Captures", "RFC 8867's test cases"},
 	"docs/cluster.md":       {"The image", "The manifests", "A sweep", "A tune: ask and tell", "GitHub Actions", "What the tests check", "What was run, and what was not"},
+	"docs/recording.md":     {"What it does", "The kinds", "The corpus", "Replaying a recording", "Detail to complexity", "What the tests check"},
 	"docs/shell.md":         {"A worked example", "What the shell can reach", "How cleanup works", "What needs root", "Compared with mahimahi", "What the tests measure"},
 }
 
