@@ -36,6 +36,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/agent/screen/paint"
+	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/internal/yuv"
 )
 
@@ -98,6 +99,12 @@ type Case struct {
 	// KeyframeEvery from KeyframeEvery on, as a viewer asks for a repair:
 	// what a repair keyframe and the frames after it cost.
 	KeyframeEvery time.Duration
+	// Recording, when set, is the screen in place of Kind's painted source:
+	// the recorded desktop replayed once from instant 0 (screen.Recording),
+	// the real encoder painted its recorded pixels at the recording's size.
+	// Kind is then screen.SourceRecording, the kind the model sizes its
+	// changes as, and the one whose content cost a fit fits.
+	Recording *recording.Recording
 }
 
 // Seed is the seed of every screen and painter: the calibration is one
@@ -105,6 +112,12 @@ type Case struct {
 const Seed = 1
 
 func (c Case) screen() (*screen.Model, error) {
+	if c.Recording != nil {
+		if c.Kind != screen.SourceRecording {
+			return nil, fmt.Errorf("calibrate: a recorded case's kind is %q, not %q", screen.SourceRecording, c.Kind)
+		}
+		return screen.New(Seed, screen.Config{Timeline: []screen.Phase{{Source: screen.Recording{Recording: c.Recording, Once: true}}}})
+	}
 	src, err := source(c.Kind)
 	if err != nil {
 		return nil, err
@@ -195,11 +208,17 @@ func Real(c Case) ([]Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := paint.New(Seed, scr, paint.Config{Width: c.Width, Height: c.Height})
+	w, h := c.Width, c.Height
+	if c.Recording != nil && w == 0 {
+		// The recorded pixels at their own size (even sides, as the
+		// encoder wants).
+		w, h = c.Recording.Meta.Width&^1, c.Recording.Meta.Height&^1
+	}
+	p, err := paint.New(Seed, scr, paint.Config{Width: w, Height: h})
 	if err != nil {
 		return nil, err
 	}
-	w, h := p.Size()
+	w, h = p.Size()
 	enc, err := openh264.NewEncoder(openh264.Params{Width: w, Height: h, Bitrate: c.Bitrate, FrameRate: openh264.FrameRate, FrameSkip: !c.NoSkip})
 	if err != nil {
 		return nil, err

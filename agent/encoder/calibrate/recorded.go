@@ -1,10 +1,7 @@
 package calibrate
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +14,9 @@ import (
 
 // RealRecorded runs OpenH264 over a recorded screen as the agent's
 // capture sees it: at every tick of Rate, if the recording has a frame
-// newer than the one last offered, its newest frame so far is offered
+// newer than the one last offered that changed pixels (the index's
+// Changed above 0: damage redrawn the same is no new picture, as the
+// screen model's Recording has it), its newest frame so far is offered
 // (converted to I420 as the painter's pictures are), timestamped with the
 // tick; a frame the rate control skipped is offered again at the next
 // tick, as the agent offers the screen again. It runs for length or the
@@ -41,6 +40,7 @@ func RealRecorded(rec *recording.Recording, bitrate int, length time.Duration, n
 	var cur *codec.Frame
 	next := 0      // the recording's next frame to decode
 	offered := -1  // the frame last encoded (not skipped)
+	fresh := -1    // the newest frame that changed pixels (or the first)
 	var buf []byte // the encoder's output
 	var out []Frame
 	for k := int64(0); ; k++ {
@@ -55,8 +55,11 @@ func RealRecorded(rec *recording.Recording, bitrate int, length time.Duration, n
 				return nil, err
 			}
 			cur, next = f, i+1
+			if i == 0 || rec.Frames[i].Changed > 0 {
+				fresh = i
+			}
 		}
-		if cur == nil || next-1 == offered {
+		if cur == nil || fresh == offered {
 			continue
 		}
 		crop(rgb, cur, w, h)
@@ -70,7 +73,7 @@ func RealRecorded(rec *recording.Recording, bitrate int, length time.Duration, n
 			out = append(out, Frame{At: at, Skipped: true, Bitrate: bitrate})
 			continue
 		}
-		offered = next - 1
+		offered = fresh
 		out = append(out, Frame{At: at, Bytes: len(buf), Keyframe: typ.Keyframe(), Bitrate: bitrate})
 	}
 	return out, nil
@@ -103,55 +106,9 @@ type RecordedRow struct {
 // first keyframe is paid for by then at the targets measured.
 const RecordedWarmup = 2 * time.Second
 
-// MeasureRecorded runs RealRecorded over every recording at every target
-// and sums each run up from RecordedWarmup on.
-func MeasureRecorded(recs []*recording.Recording, bitrates []int, length time.Duration, progress io.Writer) ([]RecordedRow, error) {
-	var rows []RecordedRow
-	for _, rec := range recs {
-		end := min(length, rec.Duration())
-		if end <= RecordedWarmup {
-			return nil, fmt.Errorf("%s: %v long, not longer than the warm-up (%v)", rec.Path, end, RecordedWarmup)
-		}
-		for _, bps := range bitrates {
-			frames, err := RealRecorded(rec, bps, end, false)
-			if err != nil {
-				return nil, fmt.Errorf("%s at %d bit/s: %w", rec.Path, bps, err)
-			}
-			row := RecordedRow{Name: filepath.Base(rec.Path), Kind: rec.Meta.Kind, Bitrate: bps,
-				Sent: sentFrom(frames, RecordedWarmup, end), Summary: Summarise(frames, RecordedWarmup)}
-			span := (end - RecordedWarmup).Seconds()
-			var offers, skips, coded int
-			for _, f := range frames {
-				if f.At < RecordedWarmup {
-					continue
-				}
-				offers++
-				if f.Skipped {
-					skips++
-				} else {
-					coded++
-				}
-			}
-			row.Encoded = float64(coded) / span
-			row.Changes = float64(changes(rec, RecordedWarmup, end)) / span
-			if offers > 0 {
-				row.SkipRate = float64(skips) / float64(offers)
-			}
-			rows = append(rows, row)
-			if progress != nil {
-				fmt.Fprintf(progress, "%s at %.2g Mbit/s: sent %.2f Mbit/s, %.1f frames a second coded\n", row.Name, float64(bps)/1e6, row.Sent/1e6, row.Encoded)
-			}
-		}
-	}
-	if len(rows) == 0 {
-		return nil, errors.New("calibrate: no recordings to measure")
-	}
-	return rows, nil
-}
-
 // changes counts the ticks of Rate in [from, end) at which the recording
-// has a frame taken since the tick before: the new pictures a capture at
-// Rate sees.
+// has a frame taken since the tick before that changed pixels: the new
+// pictures a capture at Rate sees.
 func changes(rec *recording.Recording, from, end time.Duration) int {
 	n, i := 0, 0
 	for k := int64(0); ; k++ {
@@ -161,7 +118,8 @@ func changes(rec *recording.Recording, from, end time.Duration) int {
 		}
 		fresh := false
 		for i < len(rec.Frames) && rec.Frames[i].At <= at {
-			fresh, i = true, i+1
+			fresh = fresh || i == 0 || rec.Frames[i].Changed > 0
+			i++
 		}
 		if fresh && at >= from {
 			n++
