@@ -89,23 +89,7 @@ func TestRecordedRFC8867VariableCapacity(t *testing.T) {
 				collect(t, real, r)
 				collect(t, model, m)
 			}
-			for _, fig := range twinFigures {
-				lo, hi := ruleBand(real[fig])
-				if fig == "damaged.time" {
-					hi += twinDamageSlack
-				}
-				t.Logf("%-15s real %s, band [%.3g, %.3g]; model %s", fig, figures(real[fig]), lo, hi, figures(model[fig]))
-				if why, ok := knownRecordedRFCGaps[file+"/"+fig]; ok {
-					t.Logf("%-15s not judged, a known difference: %s", fig, why)
-					continue
-				}
-				for i, v := range model[fig] {
-					if v < lo || v > hi {
-						t.Errorf("%s: the model's %s at seed %d is %.3g, outside the real runs' spread %s widened by the bound rule to [%.3g, %.3g]",
-							file, fig, twinSeeds[i], v, figures(real[fig]), lo, hi)
-					}
-				}
-			}
+			judgeTwin(t, file, real, model, knownRecordedRFCGaps, nil)
 		})
 	}
 }

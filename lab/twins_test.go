@@ -157,31 +157,41 @@ func TestModelMatchesRealTwins(t *testing.T) {
 					}
 					collect(t, model, r)
 				}
-				for _, fig := range twinFigures {
-					lo, hi := ruleBand(real[fig])
-					if fig == "damaged.time" {
-						hi += twinDamageSlack
-					}
-					t.Logf("%-15s real %s, band [%.3g, %.3g]; model %s", fig, figures(real[fig]), lo, hi, figures(model[fig]))
-					if why, ok := knownTwinGaps[name+"/"+fig]; ok {
-						t.Logf("%-15s not judged, a known difference: %s", fig, why)
-						continue
-					}
-					if why, ok := twinMixtures[name+"/"+fig]; ok {
-						if m := median(model[fig]); m < lo || m > hi {
-							t.Errorf("%s: the median of the model's %s over the seeds is %.3g, outside the real runs' spread %s widened by the bound rule to [%.3g, %.3g] (two outcomes a seed: %s)",
-								name, fig, m, figures(real[fig]), lo, hi, why)
-						}
-						continue
-					}
-					for i, v := range model[fig] {
-						if v < lo || v > hi {
-							t.Errorf("%s: the model's %s at seed %d is %.3g, outside the real runs' spread %s widened by the bound rule to [%.3g, %.3g]",
-								name, fig, twinSeeds[i], v, figures(real[fig]), lo, hi)
-						}
-					}
-				}
+				judgeTwin(t, name, real, model, knownTwinGaps, twinMixtures)
 			})
+		}
+	}
+}
+
+// judgeTwin requires each of a twin's model runs (model, by figure, a
+// value a seed of twinSeeds) within its real runs' spread (real) widened
+// by the bound rule: the figures known (name/figure) are logged, not
+// judged, and the mixtures (name/figure) are judged by the median of the
+// model's runs over the seeds.
+func judgeTwin(t *testing.T, name string, real, model map[string][]float64, known, mixtures map[string]string) {
+	t.Helper()
+	for _, fig := range twinFigures {
+		lo, hi := ruleBand(real[fig])
+		if fig == "damaged.time" {
+			hi += twinDamageSlack
+		}
+		t.Logf("%-15s real %s, band [%.3g, %.3g]; model %s", fig, figures(real[fig]), lo, hi, figures(model[fig]))
+		if why, ok := known[name+"/"+fig]; ok {
+			t.Logf("%-15s not judged, a known difference: %s", fig, why)
+			continue
+		}
+		if why, ok := mixtures[name+"/"+fig]; ok {
+			if m := median(model[fig]); m < lo || m > hi {
+				t.Errorf("%s: the median of the model's %s over the seeds is %.3g, outside the real runs' spread %s widened by the bound rule to [%.3g, %.3g] (two outcomes a seed: %s)",
+					name, fig, m, figures(real[fig]), lo, hi, why)
+			}
+			continue
+		}
+		for i, v := range model[fig] {
+			if v < lo || v > hi {
+				t.Errorf("%s: the model's %s at seed %d is %.3g, outside the real runs' spread %s widened by the bound rule to [%.3g, %.3g]",
+					name, fig, twinSeeds[i], v, figures(real[fig]), lo, hi)
+			}
 		}
 	}
 }
