@@ -18,6 +18,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
+	"github.com/nuvirahub/latencylab/internal/timerprobe"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/result"
@@ -137,7 +138,8 @@ func checkReplay(t *testing.T, how string, rec *recording.Recording, res *result
 }
 
 // TestRecordedReplay replays a recording in a native session (virtual
-// time) and in two exact ones side by side: the screen changes at the
+// time), in a real-time one (its first two seconds) and in two exact ones
+// side by side: the screen changes at the
 // recording's instants, frames go only with a change, none in the
 // recording's still stretch, and the exact sessions give the same bytes.
 func TestRecordedReplay(t *testing.T) {
@@ -177,6 +179,19 @@ func TestRecordedReplay(t *testing.T) {
 			require.NoError(t, err)
 			check("native", res)
 		})
+	})
+	t.Run("realtime", func(t *testing.T) {
+		// Two seconds of wall-clock time over loopback sockets and the
+		// real-time proxy: the keystrokes and the still caret. The
+		// screen's instants are the recording's; the frames depend on the
+		// machine's timers, so only their versions are checked.
+		timerprobe.Require(t, 50*time.Millisecond)
+		rt, err := scenarios.LoadFile(file)
+		require.NoError(t, err)
+		rt.Duration = 2 * time.Second
+		res, err := lab.RunRealTime(context.Background(), rt, lab.RealTimeConfig{})
+		require.NoError(t, err)
+		checkReplay(t, "realtime", rec, res)
 	})
 	t.Run("exact", func(t *testing.T) {
 		if testing.Short() {
