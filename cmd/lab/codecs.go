@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/codec/bench"
+	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/internal/docregion"
 )
 
@@ -26,8 +28,15 @@ func codecs(args []string, out io.Writer) error {
 	codecMatch := fs.String("codecs", "", "only the codecs whose name matches this regular expression (tile, tile-carry, hextile, zrle, "+bench.TilePerTile+")")
 	from := fs.String("from", "", "render the report from this codecs.json instead of running")
 	doc := fs.String("doc", "", "also rewrite the codec rows between the codec markers of this file (docs/codecs.md)")
+	recordings := fs.String("recordings", "", "run the codecs on the recorded desktops (*.labrec) of this folder instead of the synthetic matrix (testdata/recordings), into -out's recorded.md")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *recordings != "" {
+		if *iters < 1 || *warmup < 0 || fs.NArg() > 0 || *from != "" || *doc != "" || *match != "" {
+			return fmt.Errorf("codecs: -recordings takes -iters (at least 1), -warmup, -codecs and -out, no arguments")
+		}
+		return codecsOnRecordings(*recordings, *dir, *codecMatch, *warmup, *iters, out)
 	}
 	if *iters < 1 || *warmup < 0 || fs.NArg() > 0 {
 		return fmt.Errorf("codecs: -iters must be at least 1 and -warmup not negative, no arguments")
@@ -116,4 +125,48 @@ func rewriteCodecTable(region docregion.Region, rep *bench.Report) error {
 	table := fmt.Sprintf("Measured %s on %s (%s wall), %s:\n\n%s",
 		rep.Started.UTC().Format("2006-01-02"), rep.Machine, rep.Wall.Round(time.Second), cmd, bench.RowsTable(rep.Rows))
 	return region.Write("", table)
+}
+
+// codecsOnRecordings runs the codecs on every recording of dir, a progress
+// line per recording, and writes the table into outDir's recorded.md.
+func codecsOnRecordings(dir, outDir, codecMatch string, warmup, iters int, out io.Writer) error {
+	codecRE, err := regexp.Compile(codecMatch)
+	if err != nil {
+		return fmt.Errorf("codecs: -codecs: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.labrec"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("codecs: -recordings %s: no recordings (*.labrec) there", dir)
+	}
+	var recs []*recording.Recording
+	for _, f := range files {
+		rec, err := recording.Open(f)
+		if err != nil {
+			return fmt.Errorf("codecs: %w", err)
+		}
+		recs = append(recs, rec)
+	}
+	cds := bench.SelectCodecs(codecRE)
+	began := time.Now()
+	rs, err := bench.RunRecorded(recs, cds, warmup, iters, out)
+	if err != nil {
+		return err
+	}
+	table := bench.RecordedTable(rs, cds)
+	md := fmt.Sprintf("# The codecs on recorded desktops\n\nMeasured %s on %s/%s, %d CPUs, %s (%v wall), `lab codecs -recordings %s -iters %d -warmup %d`: "+
+		"each recording's first and middle frames as keyframes (bytes: the first's; times: their median) and up to %d of its changes (bytes and times: their medians); a time is the median of %d encodes, dirty-tile detection included.\n\n%s",
+		began.Format(time.DateOnly), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Since(began).Round(time.Second),
+		dir, iters, warmup, bench.PairsPerRecording, iters, table)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(outDir, "recorded.md")
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%s\nReport: %s\n", table, path)
+	return nil
 }

@@ -1,6 +1,6 @@
 // Package bench is the codec lab's benchmark (findings E9, E13): the same
 // synthetic screens through every lossless codec, bytes and encode time per
-// case.
+// case, and the same codecs on recorded real desktops (RunRecorded).
 //
 // Method, as EvertyDesk's write-up measured and beyond it:
 //   - Cases: keyframes (nothing to diff against) of a solid colour and of a
@@ -165,6 +165,13 @@ func Run(c Case, cd Codec, warmup, iters int) (Result, error) {
 // the other, a codec's median moved with the load of its own minute).
 func RunCase(c Case, cds []Codec, warmup, iters int) ([]Result, error) {
 	prev, cur := c.Frames()
+	return runFrames(c.Name, prev, cur, cds, warmup, iters)
+}
+
+// runFrames measures codecs on one pair of frames (prev nil for a
+// keyframe), as RunCase says, naming the results' case name.
+func runFrames(name string, prev, cur *codec.Frame, cds []Codec, warmup, iters int) ([]Result, error) {
+	c := Case{Name: name, W: cur.W, H: cur.H}
 	type running struct {
 		enc   codec.Encoder
 		buf   []byte
