@@ -369,10 +369,17 @@ func xdotool(ctx context.Context, env []string, args ...string) error {
 
 // countWriter counts the bytes written through it, for the progress
 // lines; it is read from another goroutine than the one that writes.
+// pending is what the recording's Writer holds in its buffer after its
+// last frame (Writer.Buffered), set by the goroutine that writes, so that
+// a progress line counts the frames encoded, not only the buffers flushed.
 type countWriter struct {
-	w io.Writer
-	n atomic.Int64
+	w       io.Writer
+	n       atomic.Int64
+	pending atomic.Int64
 }
+
+// size is the bytes encoded so far: written, and held in the buffer.
+func (c *countWriter) size() int64 { return c.n.Load() + c.pending.Load() }
 
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
@@ -411,6 +418,7 @@ func run(ctx context.Context, cfg Config, c *capture, ps *procs, sc script, wr *
 		for s := range shots {
 			if werr == nil {
 				werr = wr.Add(s.at, s.f, s.damage)
+				cw.pending.Store(int64(wr.Buffered()))
 			}
 			// The writer keeps the frame it was last given to encode the
 			// next against: the one before goes back.
@@ -483,8 +491,8 @@ loop:
 				break loop
 			}
 			if at >= nextReport {
-				fmt.Fprintf(cfg.Progress, "lab record: %s %v of %v, %d frames, %.1f MB\n",
-					cfg.Kind, at.Round(time.Second), cfg.Duration, sent, float64(cw.n.Load())/1e6)
+				fmt.Fprintf(cfg.Progress, "lab record: %s %v of %v, %d frames, %.2f MB\n",
+					cfg.Kind, at.Round(time.Second), cfg.Duration, sent, float64(cw.size())/1e6)
 				nextReport += time.Second
 			}
 		}

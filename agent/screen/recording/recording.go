@@ -137,6 +137,11 @@ func NewWriter(w io.Writer, meta Meta) (*Writer, error) {
 	return &Writer{w: bw, meta: meta, enc: enc}, nil
 }
 
+// Buffered is how many bytes of the recording the Writer holds that it
+// has not yet written to the writer it was given: with those, what a
+// progress line counts as written before the file is.
+func (w *Writer) Buffered() int { return w.w.Buffered() }
+
 // Add appends a frame taken at at (from the recording's start, never
 // before the frame before) with the damage reported since the frame
 // before. The writer keeps f, so the caller must not change it afterwards.

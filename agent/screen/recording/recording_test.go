@@ -175,3 +175,23 @@ func TestChangedShareCountsOnce(t *testing.T) {
 	require.Equal(t, 0.04, ChangedShare(prev, cur, damage))
 	require.Equal(t, 1.0, ChangedShare(nil, cur, damage))
 }
+
+// Buffered counts what the Writer has encoded and not yet handed on: a
+// small recording is all in the buffer until Close, and the buffer and
+// what was handed on add up to the file.
+func TestBuffered(t *testing.T) {
+	var out bytes.Buffer
+	w, err := NewWriter(&out, Meta{Width: 64, Height: 36, Refresh: 60})
+	require.NoError(t, err)
+	f := codec.NewFrame(64, 36)
+	for i := range f.Pix {
+		f.Pix[i] = uint32(i * 2654435761 % 0xffffff)
+	}
+	require.NoError(t, w.Add(0, f, nil))
+	require.Zero(t, out.Len(), "nothing handed on yet")
+	held := w.Buffered()
+	require.Positive(t, held)
+	require.NoError(t, w.Close())
+	require.Zero(t, w.Buffered())
+	require.GreaterOrEqual(t, out.Len(), held, "the file holds what was buffered, and the end")
+}
