@@ -18,6 +18,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
+	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 	"github.com/nuvirahub/latencylab/internal/timerprobe"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/exact"
@@ -40,17 +41,17 @@ const (
 func writeBursty(t *testing.T, path string) *recording.Recording {
 	t.Helper()
 	const w, h = 64, 36
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	out, err := os.Create(path)
-	require.NoError(t, err)
-	wr, err := recording.NewWriter(out, recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test",
-		Script: "keystrokes, a still caret, a scroll"})
-	require.NoError(t, err)
+	meta := recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test", Script: "keystrokes, a still caret, a scroll"}
+	return recordingtest.Write(t, path, meta, func(add recordingtest.Add) { addBursty(w, h, add) })
+}
+
+// addBursty adds writeBursty's frames.
+func addBursty(w, h int, add recordingtest.Add) {
 	f := codec.NewFrame(w, h)
 	for i := range f.Pix {
 		f.Pix[i] = 0xf0f0f0
 	}
-	require.NoError(t, wr.Add(0, f, nil))
+	add(0, f, nil)
 	caret := []codec.Rect{{X: 60, Y: 2, W: 2, H: 6}}
 	for k := int64(1); ; k++ {
 		at := screen.Tick(k, 60)
@@ -76,14 +77,9 @@ func writeBursty(t *testing.T, path string) *recording.Recording {
 		default:
 			damage = caret
 		}
-		require.NoError(t, wr.Add(at, g, damage))
+		add(at, g, damage)
 		f = g
 	}
-	require.NoError(t, wr.Close())
-	require.NoError(t, out.Close())
-	rec, err := recording.Open(path)
-	require.NoError(t, err)
-	return rec
 }
 
 // recordedScenario is a LAN session of the given length replaying file
@@ -273,22 +269,17 @@ func TestRecordedSpeed(t *testing.T) {
 	if !*recordedSpeed {
 		t.Skip("skipping: -recorded.speed times painted and recorded sessions (go test ./lab -run TestRecordedSpeed -recorded.speed -v)")
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "moving.labrec")
-	out, err := os.Create(path)
-	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "moving.labrec")
 	const w, h = 64, 36
-	wr, err := recording.NewWriter(out, recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test"})
-	require.NoError(t, err)
-	for k := range int64(600) {
-		f := codec.NewFrame(w, h)
-		for i := range f.Pix {
-			f.Pix[i] = uint32((i%w*5 + i/w*3 + int(k)*7) % 256 * 0x010101)
+	recordingtest.Write(t, path, recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test"}, func(add recordingtest.Add) {
+		for k := range int64(600) {
+			f := codec.NewFrame(w, h)
+			for i := range f.Pix {
+				f.Pix[i] = uint32((i%w*5 + i/w*3 + int(k)*7) % 256 * 0x010101)
+			}
+			add(screen.Tick(k, 60), f, []codec.Rect{{W: w, H: h}})
 		}
-		require.NoError(t, wr.Add(screen.Tick(k, 60), f, []codec.Rect{{W: w, H: h}}))
-	}
-	require.NoError(t, wr.Close())
-	require.NoError(t, out.Close())
+	})
 
 	animation := strings.Replace(recordedScenario("speed-animation", "x", 20*time.Second),
 		"[{at: 0s, source: recording, file: x}]", "[{at: 0s, source: animation}]", 1)

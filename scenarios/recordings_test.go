@@ -10,6 +10,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
+	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 )
 
 // tinyRecording is the committed fixture the tests' scenarios replay:
@@ -21,32 +22,28 @@ const tinyRecording = "testdata/recordings/tiny.labrec"
 func writeTinyRecording(t *testing.T, path string) {
 	t.Helper()
 	const w, h = 64, 36
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	out, err := os.Create(path)
-	require.NoError(t, err)
-	wr, err := recording.NewWriter(out, recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test",
+	meta := recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test",
 		Script:  "a flat screen with stripes, a box of stripes at 500 ms and another at 1 s",
-		Command: "go test ./scenarios -run TestRecordingFixture -update"})
-	require.NoError(t, err)
-	f := codec.NewFrame(w, h)
-	for i := range f.Pix {
-		f.Pix[i] = 0x303030
-		if i%w%2 == 0 && i/w >= 30 {
-			f.Pix[i] = 0xe0e0e0
-		}
-	}
-	require.NoError(t, wr.Add(0, f, nil))
-	for i, r := range []codec.Rect{{X: 8, Y: 4, W: 16, H: 8}, {X: 40, Y: 16, W: 16, H: 8}} {
-		f = f.Clone()
-		for y := r.Y; y < r.Y+r.H; y++ {
-			for x := r.X; x < r.X+r.W; x += 2 {
-				f.Pix[y*w+x] = 0xffffff
+		Command: "go test ./scenarios -run TestRecordingFixture -update"}
+	recordingtest.Write(t, path, meta, func(add recordingtest.Add) {
+		f := codec.NewFrame(w, h)
+		for i := range f.Pix {
+			f.Pix[i] = 0x303030
+			if i%w%2 == 0 && i/w >= 30 {
+				f.Pix[i] = 0xe0e0e0
 			}
 		}
-		require.NoError(t, wr.Add(time.Duration(i+1)*500*time.Millisecond, f, []codec.Rect{r}))
-	}
-	require.NoError(t, wr.Close())
-	require.NoError(t, out.Close())
+		add(0, f, nil)
+		for i, r := range []codec.Rect{{X: 8, Y: 4, W: 16, H: 8}, {X: 40, Y: 16, W: 16, H: 8}} {
+			f = f.Clone()
+			for y := r.Y; y < r.Y+r.H; y++ {
+				for x := r.X; x < r.X+r.W; x += 2 {
+					f.Pix[y*w+x] = 0xffffff
+				}
+			}
+			add(time.Duration(i+1)*500*time.Millisecond, f, []codec.Rect{r})
+		}
+	})
 }
 
 // TestRecordingFixture checks the committed fixture is the recording

@@ -1,7 +1,6 @@
 package screen
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
+	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 )
 
 // smallRecording writes a 160x90 recording at 60 Hz: a flat screen with a
@@ -19,48 +19,42 @@ import (
 func smallRecording(t *testing.T) *recording.Recording {
 	t.Helper()
 	const w, h = 160, 90
-	path := filepath.Join(t.TempDir(), "small.labrec")
-	out, err := os.Create(path)
-	require.NoError(t, err)
-	wr, err := recording.NewWriter(out, recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test"})
-	require.NoError(t, err)
-	f := codec.NewFrame(w, h)
-	for i := range f.Pix {
-		f.Pix[i] = 0x404040
-	}
-	for y := 80; y < 90; y++ {
-		for x := 0; x < w; x += 2 {
-			f.Pix[y*w+x] = 0xffffff
+	meta := recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test"}
+	rec := recordingtest.Write(t, filepath.Join(t.TempDir(), "small.labrec"), meta, func(add recordingtest.Add) {
+		f := codec.NewFrame(w, h)
+		for i := range f.Pix {
+			f.Pix[i] = 0x404040
 		}
-	}
-	require.NoError(t, wr.Add(0, f, nil))
-	box := codec.Rect{X: 16, Y: 9, W: 32, H: 18}
-	g := f.Clone()
-	for y := box.Y; y < box.Y+box.H; y++ {
-		for x := box.X; x < box.X+box.W; x++ {
-			if (x+y)%2 == 0 {
-				g.Pix[y*w+x] = 0xffffff
-			} else {
-				g.Pix[y*w+x] = 0
+		for y := 80; y < 90; y++ {
+			for x := 0; x < w; x += 2 {
+				f.Pix[y*w+x] = 0xffffff
 			}
 		}
-	}
-	require.NoError(t, wr.Add(100*time.Millisecond, g, []codec.Rect{box}))
-	require.NoError(t, wr.Add(200*time.Millisecond, g.Clone(), []codec.Rect{box}))
-	k := g.Clone()
-	two := []codec.Rect{{X: 80, Y: 45, W: 40, H: 20}, {X: 0, Y: 0, W: 10, H: 10}}
-	for _, r := range two {
-		for y := r.Y; y < r.Y+r.H; y++ {
-			for x := r.X; x < r.X+r.W; x += 4 {
-				k.Pix[y*w+x] = 0xc0c0c0
+		add(0, f, nil)
+		box := codec.Rect{X: 16, Y: 9, W: 32, H: 18}
+		g := f.Clone()
+		for y := box.Y; y < box.Y+box.H; y++ {
+			for x := box.X; x < box.X+box.W; x++ {
+				if (x+y)%2 == 0 {
+					g.Pix[y*w+x] = 0xffffff
+				} else {
+					g.Pix[y*w+x] = 0
+				}
 			}
 		}
-	}
-	require.NoError(t, wr.Add(500*time.Millisecond, k, two))
-	require.NoError(t, wr.Close())
-	require.NoError(t, out.Close())
-	rec, err := recording.Open(path)
-	require.NoError(t, err)
+		add(100*time.Millisecond, g, []codec.Rect{box})
+		add(200*time.Millisecond, g.Clone(), []codec.Rect{box})
+		k := g.Clone()
+		two := []codec.Rect{{X: 80, Y: 45, W: 40, H: 20}, {X: 0, Y: 0, W: 10, H: 10}}
+		for _, r := range two {
+			for y := r.Y; y < r.Y+r.H; y++ {
+				for x := r.X; x < r.X+r.W; x += 4 {
+					k.Pix[y*w+x] = 0xc0c0c0
+				}
+			}
+		}
+		add(500*time.Millisecond, k, two)
+	})
 	require.Len(t, rec.Frames, 4)
 	require.Zero(t, rec.Frames[2].Changed, "the box drawn again unchanged")
 	return rec

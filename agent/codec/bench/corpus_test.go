@@ -2,7 +2,6 @@ package bench
 
 import (
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
+	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 )
 
 // writeChanges records a 160x96 screen of noise, then changes blocks
@@ -21,35 +21,30 @@ import (
 // unchanged: the frames written, in order.
 func writeChanges(t *testing.T) (*recording.Recording, []*codec.Frame) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "changes.labrec")
-	out, err := os.Create(path)
-	require.NoError(t, err)
-	w, err := recording.NewWriter(out, recording.Meta{Width: 160, Height: 96, Refresh: 60, Kind: "blocks"})
-	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(3, 4))
-	f := codec.NewFrame(160, 96)
-	for i := range f.Pix {
-		f.Pix[i] = rng.Uint32() & 0xffffff
-	}
-	written := []*codec.Frame{f}
-	require.NoError(t, w.Add(0, f, nil))
-	for k := 1; k <= 20; k++ {
-		f = f.Clone()
-		r := codec.Rect{X: 7 * k % 128, Y: 3 * k % 64, W: 32, H: 32}
-		for y := r.Y; y < r.Y+r.H; y++ {
-			for x := r.X; x < r.X+r.W; x++ {
-				f.Pix[y*160+x] = rng.Uint32() & 0xffffff
-			}
+	var written []*codec.Frame
+	meta := recording.Meta{Width: 160, Height: 96, Refresh: 60, Kind: "blocks"}
+	rec := recordingtest.Write(t, filepath.Join(t.TempDir(), "changes.labrec"), meta, func(add recordingtest.Add) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		f := codec.NewFrame(160, 96)
+		for i := range f.Pix {
+			f.Pix[i] = rng.Uint32() & 0xffffff
 		}
-		require.NoError(t, w.Add(time.Duration(k)*100*time.Millisecond, f, []codec.Rect{r}))
 		written = append(written, f)
-	}
-	require.NoError(t, w.Add(2500*time.Millisecond, f.Clone(), []codec.Rect{{W: 8, H: 8}}))
-	written = append(written, f)
-	require.NoError(t, w.Close())
-	require.NoError(t, out.Close())
-	rec, err := recording.Open(path)
-	require.NoError(t, err)
+		add(0, f, nil)
+		for k := 1; k <= 20; k++ {
+			f = f.Clone()
+			r := codec.Rect{X: 7 * k % 128, Y: 3 * k % 64, W: 32, H: 32}
+			for y := r.Y; y < r.Y+r.H; y++ {
+				for x := r.X; x < r.X+r.W; x++ {
+					f.Pix[y*160+x] = rng.Uint32() & 0xffffff
+				}
+			}
+			add(time.Duration(k)*100*time.Millisecond, f, []codec.Rect{r})
+			written = append(written, f)
+		}
+		add(2500*time.Millisecond, f.Clone(), []codec.Rect{{W: 8, H: 8}})
+		written = append(written, f)
+	})
 	return rec, written
 }
 

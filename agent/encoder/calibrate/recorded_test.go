@@ -16,6 +16,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264/openh264test"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
+	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 )
 
 var recordedOut = flag.String("calibrate.recorded", "", "measure OpenH264 on every recording of testdata/recordings and write the table (recorded.md) into this folder")
@@ -26,33 +27,26 @@ var recordedOut = flag.String("calibrate.recorded", "", "measure OpenH264 on eve
 // pixel.
 func movingBlock(t *testing.T, blocks int) *recording.Recording {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "block.labrec")
-	out, err := os.Create(path)
-	require.NoError(t, err)
-	w, err := recording.NewWriter(out, recording.Meta{Width: 320, Height: 180, Refresh: 60, Kind: "test"})
-	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(1, 2))
-	f := codec.NewFrame(320, 180)
-	for i := range f.Pix {
-		f.Pix[i] = rng.Uint32() & 0xffffff
-	}
-	require.NoError(t, w.Add(0, f, nil))
-	for k := 1; k < blocks; k++ {
-		f = f.Clone()
-		r := codec.Rect{X: 16 * k % 288, Y: 64, W: 32, H: 32}
-		for y := r.Y; y < r.Y+r.H; y++ {
-			for x := r.X; x < r.X+r.W; x++ {
-				f.Pix[y*320+x] = rng.Uint32() & 0xffffff
-			}
+	meta := recording.Meta{Width: 320, Height: 180, Refresh: 60, Kind: "test"}
+	return recordingtest.Write(t, filepath.Join(t.TempDir(), "block.labrec"), meta, func(add recordingtest.Add) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		f := codec.NewFrame(320, 180)
+		for i := range f.Pix {
+			f.Pix[i] = rng.Uint32() & 0xffffff
 		}
-		require.NoError(t, w.Add(time.Duration(k)*100*time.Millisecond, f, []codec.Rect{r}))
-	}
-	require.NoError(t, w.Add(time.Duration(blocks-1)*100*time.Millisecond+2*time.Second, f.Clone(), []codec.Rect{{X: 0, Y: 0, W: 8, H: 8}}))
-	require.NoError(t, w.Close())
-	require.NoError(t, out.Close())
-	rec, err := recording.Open(path)
-	require.NoError(t, err)
-	return rec
+		add(0, f, nil)
+		for k := 1; k < blocks; k++ {
+			f = f.Clone()
+			r := codec.Rect{X: 16 * k % 288, Y: 64, W: 32, H: 32}
+			for y := r.Y; y < r.Y+r.H; y++ {
+				for x := r.X; x < r.X+r.W; x++ {
+					f.Pix[y*320+x] = rng.Uint32() & 0xffffff
+				}
+			}
+			add(time.Duration(k)*100*time.Millisecond, f, []codec.Rect{r})
+		}
+		add(time.Duration(blocks-1)*100*time.Millisecond+2*time.Second, f.Clone(), []codec.Rect{{X: 0, Y: 0, W: 8, H: 8}})
+	})
 }
 
 // TestRealRecordedOffersTheRecordingsChanges: the encoder is offered a

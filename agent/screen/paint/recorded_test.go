@@ -2,7 +2,6 @@ package paint
 
 import (
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
+	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 	"github.com/nuvirahub/latencylab/internal/yuv"
 )
 
@@ -41,25 +41,19 @@ func (r *replay) RecordedFrame(phase int, at time.Duration) (*recording.Recordin
 // noiseRecording writes n frames of w x h noise, each new everywhere.
 func noiseRecording(t *testing.T, w, h, n int) (*recording.Recording, []*codec.Frame) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "noise.labrec")
-	out, err := os.Create(path)
-	require.NoError(t, err)
-	wr, err := recording.NewWriter(out, recording.Meta{Width: w, Height: h, Refresh: 60})
-	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(7, 7))
 	var frames []*codec.Frame
-	for i := range n {
-		f := codec.NewFrame(w, h)
-		for j := range f.Pix {
-			f.Pix[j] = rng.Uint32() & 0xffffff
+	meta := recording.Meta{Width: w, Height: h, Refresh: 60}
+	rec := recordingtest.Write(t, filepath.Join(t.TempDir(), "noise.labrec"), meta, func(add recordingtest.Add) {
+		rng := rand.New(rand.NewPCG(7, 7))
+		for i := range n {
+			f := codec.NewFrame(w, h)
+			for j := range f.Pix {
+				f.Pix[j] = rng.Uint32() & 0xffffff
+			}
+			add(time.Duration(i)*time.Second, f, []codec.Rect{{X: 0, Y: 0, W: w, H: h}})
+			frames = append(frames, f)
 		}
-		require.NoError(t, wr.Add(time.Duration(i)*time.Second, f, []codec.Rect{{X: 0, Y: 0, W: w, H: h}}))
-		frames = append(frames, f)
-	}
-	require.NoError(t, wr.Close())
-	require.NoError(t, out.Close())
-	rec, err := recording.Open(path)
-	require.NoError(t, err)
+	})
 	return rec, frames
 }
 
