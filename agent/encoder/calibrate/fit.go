@@ -136,6 +136,15 @@ func (p Params) withCost(c encoder.ContentCost) Params {
 	return p
 }
 
+// only returns p with the content costs of kinds alone.
+func (p Params) only(kinds []string) Params {
+	p.Content = slices.DeleteFunc(slices.Clone(p.Content), func(c encoder.ContentCost) bool { return !slices.Contains(kinds, c.Kind) })
+	if len(p.Content) == 0 {
+		p.Content = nil
+	}
+	return p
+}
+
 // canonical writes a kind's first keyframe equal to the shared one as
 // zero, leaves out costs that are all zero, and sorts the costs by kind:
 // the order a configuration lists them in changes nothing.

@@ -139,3 +139,16 @@ func TestFitFindsARateControlThatNeverSkips(t *testing.T) {
 		require.Zero(t, loss)
 	})
 }
+
+// A preset's cost for recorded content, fitted on the recordings, is left
+// out when a calibration on painted content checks the preset: only the
+// kinds the run fits are compared.
+func TestParamsOnlyTheKindsFitted(t *testing.T) {
+	p := Params{FullScreenBits: 2e6, Content: []encoder.ContentCost{
+		{Kind: "animation", MotionBits: 32e3}, {Kind: "recording", MinFrameBytes: 5000}, {Kind: "typing", KeyframeBits: 1e6}}}
+	got := p.only([]string{"animation", "typing", "video"})
+	require.Equal(t, []encoder.ContentCost{{Kind: "animation", MotionBits: 32e3}, {Kind: "typing", KeyframeBits: 1e6}}, got.Content)
+	require.Len(t, p.Content, 3, "p itself unchanged")
+	require.Nil(t, p.only([]string{"video"}).Content)
+	require.Equal(t, 2e6, p.only(nil).FullScreenBits)
+}

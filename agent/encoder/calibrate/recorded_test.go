@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
+	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264/openh264test"
 	"github.com/nuvirahub/latencylab/agent/screen"
@@ -102,7 +103,8 @@ func TestRealOnARecordingIsRealRecorded(t *testing.T) {
 func TestCompareRecorded(t *testing.T) {
 	openh264test.Require(t)
 	rec := movingBlock(t, 50) // ten changes a second for 5 s
-	grid := Grid{FullScreenBits: []float64{1e6, 4e6}, KeyframeFactor: []float64{2, 4}, MinFrameBytes: []int{100, 300}}
+	grid := Grid{FullScreenBits: []float64{1e6, 4e6}, KeyframeFactor: []float64{2, 4}, MinFrameBytes: []int{100, 300},
+		KindMinFrameBytes: []int{0, 2000}, KeyframeBits: []float64{0, 1e6}}
 	synctest.Test(t, func(t *testing.T) {
 		cmp, err := CompareRecorded([]*recording.Recording{rec}, []int{250_000, 2_000_000}, time.Minute, grid, nil)
 		require.NoError(t, err)
@@ -111,7 +113,12 @@ func TestCompareRecorded(t *testing.T) {
 			require.Len(t, cmp.Model[name], 2, name)
 			require.Len(t, cmp.Sent[name], 2, name)
 		}
-		require.LessOrEqual(t, cmp.Loss[ModelRecorded], cmp.Loss[ModelBudget])
+		require.LessOrEqual(t, cmp.Loss[ModelRefit], cmp.Loss[ModelBudget], "the refit is no worse than the budget it starts from")
+		require.LessOrEqual(t, cmp.Loss[ModelRecorded], cmp.Loss[ModelPainted], "the recorded cost is no worse than the painter's calibration it adds to")
+		// The painter's calibration held: the recorded model differs from it
+		// by the recorded kind's cost alone.
+		held := cmp.Params[ModelRecorded].only([]string{"animation", "typing", "scrolling", "video", "photo", "still"})
+		require.Equal(t, cmp.Params[ModelPainted].canonical(), held.canonical())
 		for i, row := range cmp.Rows {
 			require.Equal(t, "test", row.Kind)
 			// From the warm-up, 30 changes up to 4.9 s, then none.
@@ -125,6 +132,7 @@ func TestCompareRecorded(t *testing.T) {
 		require.Contains(t, cmp.ErrorTable(), "| test |")
 		require.Contains(t, cmp.SentTable(), "| test | 0.25 Mbit/s |")
 		require.Contains(t, cmp.ParamsTable(), "| recorded |")
+		require.Contains(t, cmp.ParamsTable(), "| refit |")
 	})
 }
 
@@ -148,7 +156,7 @@ func TestRecordedReport(t *testing.T) {
 		recs = append(recs, rec)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		cmp, err := CompareRecorded(recs, []int{500_000, 1_000_000, 2_000_000, 4_000_000}, 20*time.Second, DefaultGrid, os.Stderr)
+		cmp, err := CompareRecorded(recs, []int{250_000, 500_000, 1_000_000, 2_000_000, 4_000_000}, 20*time.Second, DefaultGrid, os.Stderr)
 		require.NoError(t, err)
 		md := "# OpenH264 and the H.264 model on recorded desktops\n\n" +
 			"Written by `go test ./agent/encoder/calibrate -run TestRecordedReport -calibrate.recorded DIR`: OpenH264 " + openh264.Version() +
@@ -156,6 +164,7 @@ func TestRecordedReport(t *testing.T) {
 			"## What each sent against the target\n\n" + cmp.SentTable() +
 			"\n## OpenH264's frames\n\n" + RecordedTable(cmp.Rows) +
 			"\n## The model's error per content kind\n\n" + cmp.ErrorTable() +
+			"\nbudget: the budget's sizes; painted: the preset " + encoder.PresetOpenH264Asm + ", fitted on the painter's content; recorded: it with a cost for recorded content fitted here, every other parameter held; refit: every parameter fitted here from the budget's.\n" +
 			"\n## The parameters\n\n" + cmp.ParamsTable()
 		require.NoError(t, os.MkdirAll(*recordedOut, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(*recordedOut, "recorded.md"), []byte(md), 0o644))
