@@ -199,7 +199,12 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 
 	ps := &procs{log: cfg.Log}
 	defer ps.stop()
-	startCtx, cancel := context.WithTimeout(ctx, StartTimeout)
+	// Each stage has StartTimeout of its own: on a machine busy with
+	// other work, a slow X server or window manager must not eat an
+	// application's time (with one budget for all, a CI run under load
+	// once ran out of it waiting for xclock).
+	stage := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, StartTimeout) }
+	startCtx, cancel := stage()
 	defer cancel()
 	display, err := ps.startX(startCtx, cfg.Width, cfg.Height)
 	if err != nil {
@@ -217,7 +222,9 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := poll(startCtx, func() (bool, error) {
+		wmCtx, cancel := stage()
+		defer cancel()
+		if err := poll(wmCtx, func() (bool, error) {
 			if ps.exited() != nil {
 				return false, errors.New("ended")
 			}
@@ -242,7 +249,9 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 		for _, id := range e.windows {
 			taken[id] = true
 		}
-		if err := poll(startCtx, func() (bool, error) {
+		appCtx, cancel := stage()
+		defer cancel()
+		if err := poll(appCtx, func() (bool, error) {
 			if q := ps.exited(); q != nil {
 				return false, fmt.Errorf("%s ended", q.name)
 			}
