@@ -17,6 +17,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264"
 	"github.com/nuvirahub/latencylab/agent/encoder/openh264/openh264test"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -181,7 +182,7 @@ func judgeTwin(t *testing.T, name string, real, model map[string][]float64, know
 			continue
 		}
 		if why, ok := mixtures[name+"/"+fig]; ok {
-			if m := median(model[fig]); m < lo || m > hi {
+			if m := quantile.Median(model[fig]); m < lo || m > hi {
 				t.Errorf("%s: the median of the model's %s over the seeds is %.3g, outside the real runs' spread %s widened by the bound rule to [%.3g, %.3g] (two outcomes a seed: %s)",
 					name, fig, m, figures(real[fig]), lo, hi, why)
 			}
@@ -224,15 +225,4 @@ func figures(runs []float64) string {
 		parts[i] = fmt.Sprintf("%.3g", v)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// median is the middle of runs (the mean of the two middle ones for an
-// even count).
-func median(runs []float64) float64 {
-	s := slices.Sorted(slices.Values(runs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -131,28 +130,34 @@ func (r RecordedResults) result(i int, codec string) (Result, bool) {
 	return Result{}, false
 }
 
-// medians are a codec's median bytes and median encode time over the
-// recording's keyframes (key) or its changes.
-func (r RecordedResults) medians(codec string, key bool) (bytes float64, t time.Duration, ok bool) {
-	var bs []float64
+// medians are a codec's median bytes and median encode time (the lab's
+// nearest-rank median, internal/quantile) over the recording's keyframes
+// (key) or its changes; zero when the codec was not run.
+func (r RecordedResults) medians(codec string, key bool) (bytes int, t time.Duration) {
+	var bs []int
 	var ts []time.Duration
 	for i, p := range r.Pairs {
-		if p.Key != key {
-			continue
-		}
-		if x, found := r.result(i, codec); found {
-			bs, ts = append(bs, float64(x.Bytes)), append(ts, x.Median)
+		if x, ok := r.result(i, codec); ok && p.Key == key {
+			bs, ts = append(bs, x.Bytes), append(ts, x.Median)
 		}
 	}
-	if len(bs) == 0 {
-		return 0, 0, false
+	return quantile.Median(bs), quantile.Median(ts)
+}
+
+// ratio writes a/b as "1.23x", or "-" when either was not measured.
+func ratio[T int | time.Duration](a, b T) string {
+	if a <= 0 || b <= 0 {
+		return "-"
 	}
-	slices.Sort(bs)
-	mb := bs[len(bs)/2]
-	if len(bs)%2 == 0 {
-		mb = (bs[len(bs)/2-1] + bs[len(bs)/2]) / 2
+	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
+}
+
+// count writes a byte count, or "-" for none measured.
+func count(n int) string {
+	if n <= 0 {
+		return "-"
 	}
-	return mb, quantile.Median(ts), true
+	return fmt.Sprint(n)
 }
 
 // RecordedTable is the codecs on real content as Markdown, a row per
@@ -161,6 +166,7 @@ func (r RecordedResults) medians(codec string, key bool) (bytes float64, t time.
 // frame per tile's; the median bytes of its changes per codec; and the
 // median encode times of the tile codec against Hextile's, on the
 // keyframes and on the changes (E11: above 1, the tile codec is slower).
+// A codec not run shows as "-".
 func RecordedTable(rs []RecordedResults, cds []Codec) string {
 	var b strings.Builder
 	names := make([]string, len(cds))
@@ -171,50 +177,25 @@ func RecordedTable(rs []RecordedResults, cds []Codec) string {
 		" | Hextile / tile | Hextile / tile-pertile | changes, median bytes: " + strings.Join(names, " / ") +
 		" | changes: Hextile / tile | time tile / Hextile: keyframes | changes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
-	ratio := func(a, c float64, ok bool) string {
-		if !ok || c == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2fx", a/c)
-	}
 	for _, r := range rs {
-		var first []string
-		firstBy := map[string]float64{}
+		first := map[string]int{}
+		changes := map[string]int{}
+		var firstCol, changeCol []string
 		for _, n := range names {
-			x, ok := r.result(0, n)
-			if !ok {
-				first = append(first, "-")
-				continue
+			if x, ok := r.result(0, n); ok {
+				first[n] = x.Bytes
 			}
-			first = append(first, fmt.Sprint(x.Bytes))
-			firstBy[n] = float64(x.Bytes)
+			changes[n], _ = r.medians(n, false)
+			firstCol, changeCol = append(firstCol, count(first[n])), append(changeCol, count(changes[n]))
 		}
-		var changes []string
-		changeBy := map[string]float64{}
-		for _, n := range names {
-			m, _, ok := r.medians(n, false)
-			if !ok {
-				changes = append(changes, "-")
-				continue
-			}
-			changes = append(changes, fmt.Sprintf("%.0f", m))
-			changeBy[n] = m
-		}
-		_, tk, okTK := r.medians("tile", true)
-		_, hk, okHK := r.medians("hextile", true)
-		_, tp, okTP := r.medians("tile", false)
-		_, hp, okHP := r.medians("hextile", false)
-		_, hasHex := firstBy["hextile"]
-		_, hasTile := firstBy["tile"]
-		_, hasPer := firstBy[TilePerTile]
-		_, hasHexP := changeBy["hextile"]
-		_, hasTileP := changeBy["tile"]
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Kind, strings.Join(first, " / "),
-			ratio(firstBy["hextile"], firstBy["tile"], hasHex && hasTile),
-			ratio(firstBy["hextile"], firstBy[TilePerTile], hasHex && hasPer),
-			strings.Join(changes, " / "),
-			ratio(changeBy["hextile"], changeBy["tile"], hasHexP && hasTileP),
-			ratio(float64(tk), float64(hk), okTK && okHK), ratio(float64(tp), float64(hp), okTP && okHP))
+		_, tileKey := r.medians("tile", true)
+		_, hexKey := r.medians("hextile", true)
+		_, tileP := r.medians("tile", false)
+		_, hexP := r.medians("hextile", false)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Kind, strings.Join(firstCol, " / "),
+			ratio(first["hextile"], first["tile"]), ratio(first["hextile"], first[TilePerTile]),
+			strings.Join(changeCol, " / "), ratio(changes["hextile"], changes["tile"]),
+			ratio(tileKey, hexKey), ratio(tileP, hexP))
 	}
 	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/internal/evidence"
+	"github.com/nuvirahub/latencylab/internal/quantile"
 )
 
 // TestCorpusKeyframeEvidence encodes the first frame of every recording of
@@ -46,31 +47,20 @@ func TestCorpusKeyframeEvidence(t *testing.T) {
 		}
 	}
 	e5 := evidence.For(t, "E5", "go test ./agent/codec/bench -run TestCorpusKeyframeEvidence -v")
-	e5.Figure(`Hextile/tile ([\d.]+)-([\d.]+)x, median ([\d.]+)x`, slices.Min(perFrame), slices.Max(perFrame), median(perFrame))
-	e5.Figure(`frame per tile ([\d.]+)-([\d.]+)x, median ([\d.]+)x`, slices.Min(perTile), slices.Max(perTile), median(perTile))
+	e5.Figure(`Hextile/tile ([\d.]+)-([\d.]+)x, median ([\d.]+)x`, slices.Min(perFrame), slices.Max(perFrame), quantile.Median(perFrame))
+	e5.Figure(`frame per tile ([\d.]+)-([\d.]+)x, median ([\d.]+)x`, slices.Min(perTile), slices.Max(perTile), quantile.Median(perTile))
 	e5.Figure(`\((\d+)p`, float64(720))
 	require.NoError(t, e5.Err())
 	e6 := evidence.For(t, "E6", "go test ./agent/codec/bench -run TestCorpusKeyframeEvidence -v")
-	e6.Figure(`Hextile/tile ([\d.]+)-([\d.]+)x, median ([\d.]+)x`, slices.Min(perFrame), slices.Max(perFrame), median(perFrame))
+	e6.Figure(`Hextile/tile ([\d.]+)-([\d.]+)x, median ([\d.]+)x`, slices.Min(perFrame), slices.Max(perFrame), quantile.Median(perFrame))
 	e6.Figure(`the photos' ([\d.]+)x with Hextile at ([\d.]+) bytes a pixel`, photo, photoPerPixel)
 	e6.Figure(`frame per tile ([\d.]+)-([\d.]+)x`, slices.Min(perTile), slices.Max(perTile))
 	e6.Figure(`\((\d+)p`, float64(720))
 	require.NoError(t, e6.Err())
 	// The README's sentence on the same figures, beside the write-up's.
 	readme := evidence.Doc(t, "README.md", "On the first frames of ten recorded real", "above all of them.")
-	readme.Figure(`Hextile is ([\d.]+)-([\d.]+)x the tile codec's bytes, median ([\d.]+)x`, slices.Min(perFrame), slices.Max(perFrame), median(perFrame))
+	readme.Figure(`Hextile is ([\d.]+)-([\d.]+)x the tile codec's bytes, median ([\d.]+)x`, slices.Min(perFrame), slices.Max(perFrame), quantile.Median(perFrame))
 	readme.Figure(`write-up's ([\d.]+)x lies`, 1.8) // E5's documented figure
 	readme.Figure(`its (\d+)-(\d+)x above`, 10, 22) // E6's, at 720p and 4K
 	require.NoError(t, readme.Err())
-}
-
-// median is the middle of v (the mean of the two middle values for an
-// even count).
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -104,7 +104,19 @@ func TestRunRecorded(t *testing.T) {
 	table := RecordedTable(rs, cds)
 	require.Contains(t, table, "| blocks | ")
 	require.Equal(t, 3, strings.Count(table, "\n"), table)
-	_, _, ok = rs[0].medians("zstd-of-nothing", false)
-	require.False(t, ok)
+	b, d := rs[0].medians("zstd-of-nothing", false)
+	require.Zero(t, b, "a codec not run has no median")
+	require.Zero(t, d)
+	// Eight changes: the nearest-rank median is the fourth smallest.
+	var tiles []int
+	for i, p := range rs[0].Pairs {
+		if x, _ := rs[0].result(i, "tile"); !p.Key {
+			tiles = append(tiles, x.Bytes)
+		}
+	}
+	slices.Sort(tiles)
+	require.Len(t, tiles, 8)
+	got, _ := rs[0].medians("tile", false)
+	require.Equal(t, tiles[3], got)
 	require.True(t, slices.ContainsFunc(rs[0].Pairs, func(p RecordedPair) bool { return !p.Key }))
 }
