@@ -131,20 +131,10 @@ func (c *traceCheck) recording(v validator, p string, ph ScreenPhase) {
 // absoluteTraces does the traces', for the same reason: the scenario
 // travels as YAML to workers and exact instances.
 func absoluteRecordings(s *Scenario) {
-	var b *traceBase
+	absolute := absoluteIn(s)
 	fix := func(phases []ScreenPhase) {
 		for i := range phases {
-			ph := &phases[i]
-			if ph.File == "" || filepath.IsAbs(ph.File) || strings.HasPrefix(ph.File, SharedPrefix) {
-				continue
-			}
-			if b == nil {
-				base := baseOf(s.File)
-				b = &base
-			}
-			if b.kind == fromFile {
-				ph.File = filepath.Join(b.dir, filepath.FromSlash(ph.File))
-			}
+			phases[i].File = absolute(phases[i].File)
 		}
 	}
 	fix(s.Screen)

@@ -346,20 +346,34 @@ func (c *traceCheck) check(v validator, p string, t *Trace) {
 // written (from the repository's root, the same in every process of the
 // checkout), so that its results name them as its files do.
 func absoluteTraces(s *Scenario) {
-	var b *traceBase // found on first use, as traceCheck's
+	absolute := absoluteIn(s)
 	for _, phases := range [][]Phase{s.Network.Up, s.Network.Down} {
 		for _, ph := range phases {
-			t := ph.Trace
-			if t == nil || strings.HasPrefix(t.File, SharedPrefix) || filepath.IsAbs(t.File) {
-				continue
-			}
-			if b == nil {
-				base := baseOf(s.File)
-				b = &base
-			}
-			if b.kind == fromFile {
-				t.File = filepath.Join(b.dir, filepath.FromSlash(t.File))
+			if ph.Trace != nil {
+				ph.Trace.File = absolute(ph.Trace.File)
 			}
 		}
+	}
+}
+
+// absoluteIn returns what a file's path ref, as the scenario s writes it,
+// is absolutely: from the folder of a file outside the library; as written
+// when it is absolute, shared: or empty, or when s is a library file (whose
+// paths count from the repository's root) or built in Go. The scenario's
+// base is found on first use, as traceCheck's.
+func absoluteIn(s *Scenario) func(ref string) string {
+	var b *traceBase
+	return func(ref string) string {
+		if ref == "" || strings.HasPrefix(ref, SharedPrefix) || filepath.IsAbs(ref) {
+			return ref
+		}
+		if b == nil {
+			base := baseOf(s.File)
+			b = &base
+		}
+		if b.kind != fromFile {
+			return ref
+		}
+		return filepath.Join(b.dir, filepath.FromSlash(ref))
 	}
 }
