@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nuvirahub/latencylab/internal/procgroup"
 )
 
 // tailBytes is how much of a program's standard error is kept, to say why
@@ -76,7 +78,7 @@ func (ps *procs) start(name string, args []string, extra ...*os.File) (*proc, er
 	cmd.Stdout = ps.log
 	cmd.Stderr = io.MultiWriter(ps.log, p.err)
 	cmd.ExtraFiles = extra
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procgroup.Attr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("record: starting %s: %w", name, err)
 	}
@@ -131,13 +133,7 @@ func (ps *procs) stop() {
 		if i == 0 {
 			sig = syscall.SIGTERM
 		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-		select {
-		case <-p.done:
-		case <-time.After(time.Second):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+		procgroup.Stop(p.cmd.Process.Pid, p.done, sig)
 	}
 	ps.list = nil
 }

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/procgroup"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 )
@@ -241,7 +242,7 @@ func (s *Server) start(name string, log, stderr io.Writer, args []string, extra 
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = log, stderr
 	cmd.ExtraFiles = extra
-	cmd.SysProcAttr = serverProcAttr()
+	cmd.SysProcAttr = procgroup.Attr()
 	if err := s.launch(cmd); err != nil {
 		return nil, fmt.Errorf("vnc: starting %s: %w", name, err)
 	}
@@ -309,7 +310,7 @@ func (s *Server) startX11vnc(ctx context.Context, log io.Writer, args ...string)
 	}
 	cmd := exec.Command("x11vnc", args...)
 	cmd.Stdout, cmd.Stderr = w, log
-	cmd.SysProcAttr = serverProcAttr()
+	cmd.SysProcAttr = procgroup.Attr()
 	if err := s.launch(cmd); err != nil {
 		w.Close()
 		r.Close()
@@ -369,13 +370,7 @@ func (s *Server) Close() error {
 	var errs []error
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		p := s.procs[i]
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(time.Second):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+		procgroup.Stop(p.cmd.Process.Pid, p.done, syscall.SIGTERM)
 	}
 	s.procs = nil
 	if n := strings.TrimPrefix(s.Display, ":"); n != "" {
