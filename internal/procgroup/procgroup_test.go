@@ -41,11 +41,32 @@ func start(t *testing.T, script string) (*exec.Cmd, <-chan struct{}, *bufio.Read
 // return), and Stop returns (without its SIGKILL it would wait for the
 // second group forever).
 func TestStop(t *testing.T) {
-	for _, script := range []string{"sleep 60 & echo ready; wait", "trap '' TERM; sleep 60 & echo ready; wait"} {
-		cmd, done, out := start(t, script)
-		Stop(cmd.Process.Pid, done, syscall.SIGTERM)
+	for _, c := range []struct {
+		script string
+		killed bool
+	}{{"sleep 60 & echo ready; wait", false}, {"trap '' TERM; sleep 60 & echo ready; wait", true}} {
+		cmd, done, out := start(t, c.script)
+		require.Equal(t, c.killed, Stop(cmd, done, syscall.SIGTERM), "killed: %s", c.script)
 		rest, err := io.ReadAll(out)
-		require.NoError(t, err, script)
-		require.Empty(t, rest, script)
+		require.NoError(t, err, c.script)
+		require.Empty(t, rest, c.script)
 	}
+}
+
+// The files a killed X server leaves are removed, and their absence is no
+// error. The display number is one no test's server picks (they start at
+// the lowest free one).
+func TestRemoveXFiles(t *testing.T) {
+	files := []string{"/tmp/.X11-unix/X8791", "/tmp/.X8791-lock"}
+	require.NoError(t, os.MkdirAll("/tmp/.X11-unix", 0o1777))
+	for _, f := range files {
+		require.NoError(t, os.WriteFile(f, nil, 0o600))
+		t.Cleanup(func() { os.Remove(f) })
+	}
+	require.NoError(t, RemoveXFiles(":8791"))
+	for _, f := range files {
+		require.NoFileExists(t, f)
+	}
+	require.NoError(t, RemoveXFiles(":8791"), "already gone")
+	require.NoError(t, RemoveXFiles(""), "no display")
 }

@@ -66,6 +66,8 @@ type procs struct {
 	dir  string
 	log  io.Writer
 	list []*proc
+	// display is the X server's (the first program's), once it said it.
+	display string
 }
 
 // start starts a program with the recording's environment in a process
@@ -125,15 +127,21 @@ func (ps *procs) signalApps(sig syscall.Signal) {
 // stop ends every program, the last started first: the applications'
 // groups are killed (they may be stopped, which SIGTERM would not end),
 // the X server asked to end (SIGTERM, so that it removes its socket and
-// lock file) and killed after a second.
+// lock file) and killed after a second, its files then removed. It runs
+// once the recording is done with the display, never before: files removed
+// while the server runs would free its display number for another server
+// (lab vnc's tests start theirs beside these), whose clients would then
+// reach the wrong one.
 func (ps *procs) stop() {
 	for i := len(ps.list) - 1; i >= 0; i-- {
 		p := ps.list[i]
-		sig := syscall.SIGKILL
-		if i == 0 {
-			sig = syscall.SIGTERM
+		if i > 0 {
+			procgroup.Stop(p.cmd, p.done, syscall.SIGKILL)
+			continue
 		}
-		procgroup.Stop(p.cmd.Process.Pid, p.done, sig)
+		if procgroup.Stop(p.cmd, p.done, syscall.SIGTERM) && ps.display != "" {
+			_ = procgroup.RemoveXFiles(ps.display)
+		}
 	}
 	ps.list = nil
 }
@@ -169,21 +177,10 @@ func (ps *procs) startX(ctx context.Context, w, h int) (string, error) {
 			<-p.done // the pipe ended: so did Xvfb
 			return "", p.failed("did not say its display", errors.Join(g.err, err))
 		}
-		return ":" + strconv.Itoa(n), nil
+		ps.display = ":" + strconv.Itoa(n)
+		return ps.display, nil
 	case <-ctx.Done():
 		_ = r.SetReadDeadline(time.Now())
 		return "", p.failed("did not say its display", ctx.Err())
-	}
-}
-
-// removeXFiles removes what an X server that was killed leaves behind;
-// one that ended cleanly removed them already.
-func removeXFiles(display string) {
-	n := strings.TrimPrefix(display, ":")
-	if n == "" {
-		return
-	}
-	for _, f := range []string{"/tmp/.X11-unix/X" + n, "/tmp/.X" + n + "-lock"} {
-		_ = os.Remove(f)
 	}
 }

@@ -210,7 +210,6 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer removeXFiles(display)
 	ps.env, ps.dir = childEnv(display, dir), dir
 	c, err := openCapture(display)
 	if err != nil {
@@ -251,11 +250,13 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 		}
 		appCtx, cancel := stage()
 		defer cancel()
+		var seen []window // at the last look, for the error
 		if err := poll(appCtx, func() (bool, error) {
 			if q := ps.exited(); q != nil {
 				return false, fmt.Errorf("%s ended", q.name)
 			}
 			ws, err := c.windows()
+			seen = ws
 			for _, w := range ws {
 				if (strings.Contains(strings.ToLower(w.class), a.window) || strings.Contains(strings.ToLower(w.name), a.window)) && !taken[uint32(w.id)] {
 					e.windows[i] = uint32(w.id)
@@ -264,7 +265,7 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 			}
 			return false, err
 		}); err != nil {
-			return nil, p.failed(fmt.Sprintf("showed no %s window within %v", a.window, StartTimeout), err)
+			return nil, p.failed(fmt.Sprintf("showed no %s window within %v (the display's client windows at the last look: %s)", a.window, StartTimeout, windowList(seen)), err)
 		}
 		if a.at != nil {
 			if err := xdotool(ctx, ps.env, "windowmove", "--sync", strconv.Itoa(int(e.windows[i])), strconv.Itoa(a.at[0]), strconv.Itoa(a.at[1])); err != nil {
@@ -337,6 +338,18 @@ func childEnv(display, home string) []string {
 	}
 	return append(env, "DISPLAY="+display, "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config", "XDG_CACHE_HOME="+home+"/.cache",
 		"PS1=user@lab:\\w$ ", "LANG=C.UTF-8")
+}
+
+// windowList writes windows for an error: each one's id, class and name.
+func windowList(ws []window) string {
+	if len(ws) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = fmt.Sprintf("%#x %q %q", uint32(w.id), w.class, w.name)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // poll calls ready every 20 ms until it says yes, fails, or ctx ends: a

@@ -1,10 +1,12 @@
 package record
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +126,42 @@ func TestRecordRefuses(t *testing.T) {
 	_, err = Record(t.Context(), Config{Kind: "idle", Out: "x"})
 	require.ErrorIs(t, err, ErrMissing)
 	require.ErrorContains(t, err, "idle needs Xvfb, xdotool, xclock, openbox, not found on PATH: install with `apt-get install -y")
+}
+
+// stop removes an X display's files only when it had to kill the server:
+// a server that ended on SIGTERM removed its own, and the display may by
+// then be another server's, whose files must stay. A shell stands in for
+// the server (one that heeds SIGTERM, one that does not).
+func TestStopRemovesTheFilesOfAKilledServerOnly(t *testing.T) {
+	files := []string{"/tmp/.X11-unix/X8792", "/tmp/.X8792-lock"}
+	require.NoError(t, os.MkdirAll("/tmp/.X11-unix", 0o1777))
+	for _, c := range []struct {
+		script string
+		left   bool
+	}{{"echo ready >&3; exec sleep 60", true}, {"trap '' TERM; echo ready >&3; sleep 60 & wait", false}} {
+		for _, f := range files {
+			require.NoError(t, os.WriteFile(f, nil, 0o600))
+			t.Cleanup(func() { os.Remove(f) })
+		}
+		var out strings.Builder
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		ps := &procs{log: &out, display: ":8792"}
+		p, err := ps.start("sh", []string{"-c", c.script}, w)
+		require.NoError(t, err)
+		w.Close()
+		line, err := bufio.NewReader(r).ReadString('\n')
+		r.Close()
+		require.NoError(t, err)
+		require.Equal(t, "ready\n", line)
+		ps.stop()
+		<-p.done
+		for _, f := range files {
+			if c.left {
+				require.FileExists(t, f, "%s: ended on SIGTERM, the files are not its to remove", c.script)
+			} else {
+				require.NoFileExists(t, f, "%s: killed, its files removed", c.script)
+			}
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	mathrand "math/rand/v2"
 	"net"
 	"net/netip"
@@ -370,18 +369,14 @@ func (s *Server) Close() error {
 	var errs []error
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		p := s.procs[i]
-		procgroup.Stop(p.cmd.Process.Pid, p.done, syscall.SIGTERM)
-	}
-	s.procs = nil
-	if n := strings.TrimPrefix(s.Display, ":"); n != "" {
-		// An X server that was killed (SIGKILL) leaves its socket and lock
-		// file behind; one that ended cleanly removed them already.
-		for _, f := range []string{"/tmp/.X11-unix/X" + n, "/tmp/.X" + n + "-lock"} {
-			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
+		// The first is the X server (Xvfb, or Xvnc itself): killed, it
+		// leaves its socket and lock file behind; ended cleanly, it removed
+		// them, and the display may already be another server's.
+		if procgroup.Stop(p.cmd, p.done, syscall.SIGTERM) && i == 0 {
+			errs = append(errs, procgroup.RemoveXFiles(s.Display))
 		}
 	}
+	s.procs = nil
 	if s.dir != "" {
 		errs = append(errs, os.RemoveAll(s.dir))
 		s.dir = ""
