@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/damage"
+	"github.com/jezek/xgb/res"
 	"github.com/jezek/xgb/xfixes"
 	"github.com/jezek/xgb/xproto"
 
@@ -248,6 +250,57 @@ func (c *capture) windows() ([]window, error) {
 		return nil
 	}
 	return out, walk(c.root, 0)
+}
+
+// census says what the display holds, for an error when an expected
+// window did not show: every window at any depth that carries a WM_CLASS
+// or WM_NAME, with its map state, and the process ids of the server's
+// clients (X-Resource), so that a program that never connected, one that
+// connected but never mapped its window, and a window manager that never
+// mapped the frame around it can be told apart.
+func (c *capture) census() string {
+	var b strings.Builder
+	states := map[byte]string{xproto.MapStateUnmapped: "unmapped", xproto.MapStateUnviewable: "unviewable", xproto.MapStateViewable: "viewable"}
+	n := 0
+	var walk func(w xproto.Window, depth int)
+	walk = func(w xproto.Window, depth int) {
+		tree, err := xproto.QueryTree(c.conn, w).Reply()
+		if err != nil || depth > 8 {
+			return
+		}
+		for _, ch := range tree.Children {
+			cls, err1 := xproto.GetProperty(c.conn, false, ch, xproto.AtomWmClass, xproto.AtomString, 0, 256).Reply()
+			name, err2 := xproto.GetProperty(c.conn, false, ch, xproto.AtomWmName, xproto.GetPropertyTypeAny, 0, 256).Reply()
+			attr, err3 := xproto.GetWindowAttributes(c.conn, ch).Reply()
+			if err1 == nil && err2 == nil && err3 == nil && (len(cls.Value) > 0 || len(name.Value) > 0) && n < 20 {
+				n++
+				fmt.Fprintf(&b, "%#x %q %q %s at depth %d; ", uint32(ch), strings.ReplaceAll(strings.TrimRight(string(cls.Value), "\x00"), "\x00", "."),
+					name.Value, states[attr.MapState], depth)
+			}
+			walk(ch, depth+1)
+		}
+	}
+	walk(c.root, 0)
+	if n == 0 {
+		b.WriteString("no window with a class or name; ")
+	}
+	if err := res.Init(c.conn); err != nil {
+		fmt.Fprintf(&b, "no X-Resource extension to list the clients (%v)", err)
+		return b.String()
+	}
+	rep, err := res.QueryClientIds(c.conn, 1, []res.ClientIdSpec{{Client: 0, Mask: res.ClientIdMaskLocalClientPID}}).Reply()
+	if err != nil {
+		fmt.Fprintf(&b, "the clients not listed (%v)", err)
+		return b.String()
+	}
+	var pids []string
+	for _, id := range rep.Ids {
+		if len(id.Value) > 0 {
+			pids = append(pids, strconv.Itoa(int(id.Value[0])))
+		}
+	}
+	fmt.Fprintf(&b, "%d clients with process ids %s", len(rep.Ids), strings.Join(pids, " "))
+	return b.String()
 }
 
 // wmRunning says whether a window manager has announced itself on the

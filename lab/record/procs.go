@@ -116,6 +116,23 @@ func (ps *procs) exited() *proc {
 	return nil
 }
 
+// summary names every program with its process id, whether it still
+// runs, and the end of its standard error, for an error that needs them
+// all.
+func (ps *procs) summary() string {
+	parts := make([]string, len(ps.list))
+	for i, p := range ps.list {
+		state := "running"
+		select {
+		case <-p.done:
+			state = fmt.Sprintf("ended (%v)", p.exit)
+		default:
+		}
+		parts[i] = fmt.Sprintf("%s %d %s, standard error %q", p.name, p.cmd.Process.Pid, state, p.err)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // signal sends sig to every program's group but the first (the X
 // server), the last started first.
 func (ps *procs) signalApps(sig syscall.Signal) {

@@ -265,7 +265,8 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 			}
 			return false, err
 		}); err != nil {
-			return nil, p.failed(fmt.Sprintf("showed no %s window within %v (the display's client windows at the last look: %s)", a.window, StartTimeout, windowList(seen)), err)
+			return nil, p.failed(fmt.Sprintf("(process %d) showed no %s window within %v (the display's client windows at the last look: %s; what it holds: %s; the programs: %s)",
+				p.cmd.Process.Pid, a.window, StartTimeout, windowList(seen), c.census(), ps.summary()), err)
 		}
 		if a.at != nil {
 			if err := xdotool(ctx, ps.env, "windowmove", "--sync", strconv.Itoa(int(e.windows[i])), strconv.Itoa(a.at[0]), strconv.Itoa(a.at[1])); err != nil {
