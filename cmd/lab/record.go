@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/lab/record"
 )
 
 const recordUsage = `usage: lab record -kind KIND -out FILE [flags]
        lab record -list
        lab record -manifest DIR
+       lab record -upgrade FILE...
 
 Records real desktop applications losslessly: starts an Xvfb display of
 the given size (depth 24), openbox where the kind has windows, and the
@@ -32,6 +34,10 @@ The file is the lab's screen recording (agent/screen/recording); its
 metadata names the kind, the applications' package versions, the script
 in words and this command line. -manifest writes DIR/manifest.yaml from
 the recordings in DIR (testdata/recordings is the lab's corpus).
+-upgrade rewrites recordings made in an older format in the current one,
+in place: the same pixels, instants and damage, with what the older format
+did not measure (the share of each change a shift of the frame before
+explains) measured from the pixels.
 
 Recording starts once the windows are up and the screen is still (a page
 loaded). A line a second on standard error says how far it is. The
@@ -49,6 +55,8 @@ type recordFlags struct {
 	rate            float64
 	seed            uint64
 	list, verbose   bool
+	upgrade         bool
+	files           []string
 }
 
 func parseRecord(args []string, out io.Writer) (recordFlags, error) {
@@ -69,8 +77,16 @@ func parseRecord(args []string, out io.Writer) (recordFlags, error) {
 	fs.BoolVar(&f.list, "list", false, "list the kinds and exit")
 	fs.StringVar(&f.manifest, "manifest", "", "write `DIR`/manifest.yaml from the recordings in DIR, and exit")
 	fs.BoolVar(&f.verbose, "v", false, "show the programs' own output")
+	fs.BoolVar(&f.upgrade, "upgrade", false, "rewrite the recordings named after the flags in the current format, in place, and exit")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	if f.upgrade {
+		if fs.NArg() == 0 {
+			return f, errors.New("record: -upgrade needs the recordings' files after the flags")
+		}
+		f.files = fs.Args()
+		return f, nil
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("record: unexpected arguments %q", fs.Args())
@@ -110,6 +126,20 @@ func recordRun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.list {
 		for _, k := range record.Kinds() {
 			fmt.Fprintf(stdout, "%-16s %s\n", k.Name, k.About)
+		}
+		return nil
+	}
+	if f.upgrade {
+		for _, path := range f.files {
+			u, err := recording.Upgrade(path)
+			if err != nil {
+				return fmt.Errorf("record: %w", err)
+			}
+			what := fmt.Sprintf("format %d -> %d", u.From, u.To)
+			if u.From == u.To {
+				what = fmt.Sprintf("format %d already, left alone", u.From)
+			}
+			fmt.Fprintf(stdout, "%s: %s; %d frames, %.1f%% of the changed pixels explained by a shift\n", path, what, u.Frames, 100*u.Moved)
 		}
 		return nil
 	}

@@ -13,13 +13,15 @@
 // # File
 //
 //	magic    8 bytes  "LABSCREC"
-//	version  byte     1
+//	version  byte     2 (1 is read too: its frames have no moved)
 //	meta     uvarint length, then Meta as JSON
 //	frames, each until the end of the file:
 //	  at      uvarint  nanoseconds from the recording's start
 //	  rects   uvarint  count, then x, y, w, h as uvarints each
 //	  changed 8 bytes  float64 bits, little-endian: Frame.Changed
 //	  detail  8 bytes  float64 bits, little-endian: Frame.Detail
+//	  moved   8 bytes  float64 bits, little-endian: Frame.Moved (not in
+//	                   version 1)
 //	  pixels  uvarint  length, then the tile codec's encoding of the
 //	                   frame on top of the one before (the first against
 //	                   nothing: a keyframe)
@@ -46,8 +48,14 @@ import (
 // magic opens every recording.
 const magic = "LABSCREC"
 
-// formatVersion is the file format's version; a reader refuses others.
-const formatVersion = 1
+// formatVersion is the file format's version that Writer writes. A
+// reader reads it and firstVersion, and refuses others.
+const formatVersion = 2
+
+// firstVersion is the format before Frame.Moved: its frames read with
+// Moved 0, as if nothing in them moved (what a screen made of them
+// assumed before it was measured).
+const firstVersion = 1
 
 // maxMeta bounds the metadata a reader accepts, so that a damaged file
 // cannot make it allocate without end.
@@ -100,6 +108,12 @@ type Frame struct {
 	// absolute difference of luma between neighbouring pixels (see
 	// Detail), 0 for flat colour.
 	Detail float64
+	// Moved is the share of the changed pixels that the best single shift
+	// of the frame before gives exactly (up to MaxShift pixels along each
+	// axis): a dragged window or a scrolled page, what an encoder's
+	// motion search codes for little. 0 for the first frame, for new
+	// content, and in files of format version 1, which did not measure it.
+	Moved float64
 }
 
 // Writer writes a recording frame by frame. It is not safe for concurrent
@@ -113,11 +127,19 @@ type Writer struct {
 	n    int
 	buf  []byte
 	err  error
+	// version is the format written: formatVersion, firstVersion in
+	// tests of the reader's compatibility.
+	version byte
+	motion  motion
 }
 
 // NewWriter writes a recording's header to w and returns a Writer for its
 // frames. Close flushes what is buffered; it does not close w.
 func NewWriter(w io.Writer, meta Meta) (*Writer, error) {
+	return newWriter(w, meta, formatVersion)
+}
+
+func newWriter(w io.Writer, meta Meta, version byte) (*Writer, error) {
 	if err := meta.check(); err != nil {
 		return nil, err
 	}
@@ -131,10 +153,10 @@ func NewWriter(w io.Writer, meta Meta) (*Writer, error) {
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	bw.WriteString(magic)
-	bw.WriteByte(formatVersion)
+	bw.WriteByte(version)
 	writeUvarint(bw, uint64(len(js)))
 	bw.Write(js)
-	return &Writer{w: bw, meta: meta, enc: enc}, nil
+	return &Writer{w: bw, meta: meta, enc: enc, version: version}, nil
 }
 
 // Buffered is how many bytes of the recording the Writer holds that it
@@ -182,6 +204,10 @@ func (w *Writer) Add(at time.Duration, f *codec.Frame, damage []codec.Rect) erro
 	w.w.Write(f8[:])
 	binary.LittleEndian.PutUint64(f8[:], math.Float64bits(Detail(f, damage)))
 	w.w.Write(f8[:])
+	if w.version >= 2 {
+		binary.LittleEndian.PutUint64(f8[:], math.Float64bits(w.motion.moved(w.prev, f, damage)))
+		w.w.Write(f8[:])
+	}
 	writeUvarint(w.w, uint64(len(pix)))
 	_, err = w.w.Write(pix)
 	w.err = err
@@ -217,6 +243,7 @@ type Recording struct {
 	// their length.
 	offsets []int64
 	sizes   []int
+	version byte
 }
 
 // Duration is the recording's length: the last frame's instant plus one
@@ -276,8 +303,9 @@ func readIndex(f io.Reader) (*Recording, error) {
 	if _, err := c.Read(head); err != nil || string(head[:len(magic)]) != magic {
 		return nil, errors.New("not a screen recording (no LABSCREC header)")
 	}
-	if head[len(magic)] != formatVersion {
-		return nil, fmt.Errorf("format version %d: this lab reads version %d", head[len(magic)], formatVersion)
+	version := head[len(magic)]
+	if version != formatVersion && version != firstVersion {
+		return nil, fmt.Errorf("format version %d: this lab reads versions %d and %d", version, firstVersion, formatVersion)
 	}
 	n, err := binary.ReadUvarint(c)
 	if err != nil || n > maxMeta {
@@ -287,7 +315,7 @@ func readIndex(f io.Reader) (*Recording, error) {
 	if _, err := c.Read(js); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
-	r := &Recording{}
+	r := &Recording{version: version}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r.Meta); err != nil {
@@ -301,7 +329,7 @@ func readIndex(f io.Reader) (*Recording, error) {
 		if err == io.EOF {
 			break
 		}
-		fr, size, err := readEntry(c, at, err, r.Meta)
+		fr, size, err := readEntry(c, at, err, r.Meta, version)
 		if err != nil {
 			return nil, fmt.Errorf("frame %d: %w", i, err)
 		}
@@ -323,7 +351,7 @@ func readIndex(f io.Reader) (*Recording, error) {
 
 // readEntry reads one frame's index entry after its instant (at, or the
 // error reading it) and returns it with its pixels' length.
-func readEntry(c *countingReader, at uint64, atErr error, m Meta) (Frame, int, error) {
+func readEntry(c *countingReader, at uint64, atErr error, m Meta, version byte) (Frame, int, error) {
 	if atErr != nil || at > math.MaxInt64 {
 		return Frame{}, 0, errors.New("instant unreadable")
 	}
@@ -346,17 +374,57 @@ func readEntry(c *countingReader, at uint64, atErr error, m Meta) (Frame, int, e
 		}
 		fr.Damage[j] = rc
 	}
-	var f8 [16]byte
-	if _, err := c.Read(f8[:]); err != nil {
-		return Frame{}, 0, errors.New("changed share and detail cut short")
+	var f8 [24]byte
+	figures := f8[:16]
+	if version >= 2 {
+		figures = f8[:24]
+	}
+	if _, err := c.Read(figures); err != nil {
+		return Frame{}, 0, errors.New("changed share, detail and moved share cut short")
 	}
 	fr.Changed = math.Float64frombits(binary.LittleEndian.Uint64(f8[:8]))
-	fr.Detail = math.Float64frombits(binary.LittleEndian.Uint64(f8[8:]))
+	fr.Detail = math.Float64frombits(binary.LittleEndian.Uint64(f8[8:16]))
+	fr.Moved = math.Float64frombits(binary.LittleEndian.Uint64(f8[16:]))
+	if !(fr.Moved >= 0 && fr.Moved <= 1) {
+		return Frame{}, 0, fmt.Errorf("moved share %v outside [0, 1]", fr.Moved)
+	}
 	size, err := binary.ReadUvarint(c)
 	if err != nil || size > 1<<30 {
 		return Frame{}, 0, errors.New("pixels: length unreadable")
 	}
 	return fr, int(size), nil
+}
+
+// Version is the format version of the file the recording was read from.
+func (r *Recording) Version() int { return int(r.version) }
+
+// Rewrite writes the recording again, in the format Writer writes, to w:
+// the same metadata, instants, damage and pixels, with what the older
+// format did not measure (Frame.Moved) measured from the pixels. The
+// pixels' encoding is the same, so a rewritten file's pixels are
+// byte-identical to the old one's.
+func (r *Recording) Rewrite(w io.Writer) error {
+	wr, err := NewWriter(w, r.Meta)
+	if err != nil {
+		return err
+	}
+	p, err := r.Play()
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	for {
+		i, f, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			return wr.Close()
+		}
+		if err != nil {
+			return err
+		}
+		if err := wr.Add(r.Frames[i].At, f, r.Frames[i].Damage); err != nil {
+			return err
+		}
+	}
 }
 
 // Player decodes a recording's pixels in order.

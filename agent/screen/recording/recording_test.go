@@ -41,11 +41,17 @@ func screens(w, h, n int, seed uint64) (frames []*codec.Frame, damage [][]codec.
 
 func write(t *testing.T, frames []*codec.Frame, damage [][]codec.Rect) string {
 	t.Helper()
+	return writeVersion(t, frames, damage, formatVersion)
+}
+
+// writeVersion writes a recording in the given format version.
+func writeVersion(t *testing.T, frames []*codec.Frame, damage [][]codec.Rect, version byte) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "r.labrec")
 	out, err := os.Create(path)
 	require.NoError(t, err)
 	meta := Meta{Width: frames[0].W, Height: frames[0].H, Refresh: 60, Kind: "test", App: "none", Script: "moving noise", Command: "go test"}
-	w, err := NewWriter(out, meta)
+	w, err := newWriter(out, meta, version)
 	require.NoError(t, err)
 	for i, f := range frames {
 		require.NoError(t, w.Add(time.Duration(i)*time.Second/60, f, damage[i]))
@@ -194,4 +200,62 @@ func TestBuffered(t *testing.T) {
 	require.NoError(t, w.Close())
 	require.Zero(t, w.Buffered())
 	require.GreaterOrEqual(t, out.Len(), held, "the file holds what was buffered, and the end")
+}
+
+// A window dragged across the screen: every frame after the first is the
+// window moved, which Moved finds (the uncovered background aside). A file
+// of the first format reads with Moved 0, and Rewrite makes it a file of
+// the current format with the same pixels and Moved measured.
+func TestMovedInFiles(t *testing.T) {
+	const w, h = 320, 200
+	var frames []*codec.Frame
+	var damage [][]codec.Rect
+	for k := range 8 {
+		frames = append(frames, desktop(w, h, 20+12*k, 30+7*k, 120, 80, 1))
+		damage = append(damage, []codec.Rect{{X: 20 + 12*max(0, k-1), Y: 30 + 7*max(0, k-1), W: 132, H: 87}})
+	}
+	rec, err := Open(write(t, frames, damage))
+	require.NoError(t, err)
+	require.Equal(t, formatVersion, rec.Version())
+	require.Zero(t, rec.Frames[0].Moved)
+	for i := 1; i < len(frames); i++ {
+		require.InDelta(t, bruteMoved(frames[i-1], frames[i], -12, -7), rec.Frames[i].Moved, 1e-12, "frame %d", i)
+		require.Greater(t, rec.Frames[i].Moved, 0.8, "frame %d", i)
+	}
+
+	old, err := Open(writeVersion(t, frames, damage, firstVersion))
+	require.NoError(t, err)
+	require.Equal(t, firstVersion, old.Version())
+	for i, f := range old.Frames {
+		require.Zero(t, f.Moved)
+		want := rec.Frames[i]
+		want.Moved = 0
+		require.Equal(t, want, f)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, old.Rewrite(&buf))
+	again := filepath.Join(t.TempDir(), "again.labrec")
+	require.NoError(t, os.WriteFile(again, buf.Bytes(), 0o644))
+	got, err := Open(again)
+	require.NoError(t, err)
+	require.Equal(t, rec.Frames, got.Frames)
+	mine, err := os.ReadFile(rec.Path)
+	require.NoError(t, err)
+	require.Equal(t, mine, buf.Bytes(), "a rewritten file is the file the current format writes")
+
+	// Upgrade does the same in place, and leaves a current file alone.
+	path := writeVersion(t, frames, damage, firstVersion)
+	u, err := Upgrade(path)
+	require.NoError(t, err)
+	require.Equal(t, Upgraded{From: firstVersion, To: formatVersion, Frames: len(frames), Moved: u.Moved}, u)
+	require.Greater(t, u.Moved, 0.8)
+	upgraded, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, mine, upgraded)
+	again2, err := Upgrade(path)
+	require.NoError(t, err)
+	require.Equal(t, Upgraded{From: formatVersion, To: formatVersion, Frames: len(frames), Moved: u.Moved}, again2)
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left")
 }
