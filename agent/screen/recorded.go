@@ -13,6 +13,18 @@ import (
 // desktop (Recording).
 const SourceRecording = "recording"
 
+// SourceRecordingMotion is the kind of a recorded change that is mostly
+// motion: at least MotionShare of its changed pixels are the frame
+// before shifted (recording.Frame.Moved), a dragged window or a scrolled
+// page, which an encoder codes as a shift rather than as new content. An
+// encoder model may give it a cost of its own (encoder.ContentCost); one
+// that does not sizes it as new content, as any recorded change.
+const SourceRecordingMotion = "recording-motion"
+
+// MotionShare is the share of a recorded change's pixels that a shift must
+// explain for the change to be SourceRecordingMotion: most of it.
+const MotionShare = 0.5
+
 // Recording replays a recorded desktop (agent/screen/recording) as a
 // phase: the screen changes when the recording did, where its damage
 // says, with the detail its pixels had. Only the recording's index is
@@ -25,7 +37,9 @@ const SourceRecording = "recording"
 // at once), then every later frame whose pixels changed (Frame.Changed
 // above 0: damage redrawn the same is no change), at its instant, its
 // damage rectangles in fractions of the recorded screen's size, its
-// complexity DetailComplexity of its detail. When the recording ends and
+// complexity DetailComplexity of its detail, its kind SourceRecordingMotion
+// when a shift of the frame before explains most of it (Frame.Moved at
+// least MotionShare), the source's own otherwise. When the recording ends and
 // the phase goes on, it plays again from its first frame, which is then a
 // whole-screen change like the first: a real change of everything
 // (whatever the last frame and the first have in common), so a phase
@@ -113,7 +127,11 @@ func (r Recording) Start(Env) (func() (Change, bool), error) {
 			for _, d := range f.Damage {
 				regions = append(regions, Rect{X: float64(d.X) / w, Y: float64(d.Y) / h, W: float64(d.W) / w, H: float64(d.H) / h})
 			}
-			return Change{At: at, Regions: regions, Complexity: DetailComplexity(f.Detail)}, true
+			c := Change{At: at, Regions: regions, Complexity: DetailComplexity(f.Detail)}
+			if f.Moved >= MotionShare {
+				c.Kind = SourceRecordingMotion
+			}
+			return c, true
 		}
 	}, nil
 }

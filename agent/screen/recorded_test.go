@@ -152,6 +152,56 @@ func TestRecordingChanges(t *testing.T) {
 	})
 }
 
+// A recorded change that a shift of the frame before explains (a window
+// dragged) is motion; new content (the window's first showing) is not,
+// and the screen's deltas carry the motion's kind.
+func TestRecordingMotion(t *testing.T) {
+	const w, h = 320, 180
+	window := func(x, y int) *codec.Frame {
+		f := codec.NewFrame(w, h)
+		for i := range f.Pix {
+			f.Pix[i] = 0x204060
+		}
+		for yy := range 60 {
+			for xx := range 80 {
+				f.Pix[(y+yy)*w+x+xx] = uint32((xx*7+yy*13)%251)*0x010101 ^ uint32(xx*yy)
+			}
+		}
+		return f
+	}
+	rec := recordingtest.Write(t, filepath.Join(t.TempDir(), "drag.labrec"), recording.Meta{Width: w, Height: h, Refresh: 60}, func(add recordingtest.Add) {
+		bg := codec.NewFrame(w, h)
+		for i := range bg.Pix {
+			bg.Pix[i] = 0x204060
+		}
+		add(0, bg, nil)
+		add(time.Second/60, window(20, 20), []codec.Rect{{X: 20, Y: 20, W: 80, H: 60}})
+		for k := 1; k <= 3; k++ {
+			add(time.Duration(k+1)*time.Second/60, window(20+10*k, 20+5*k), []codec.Rect{{X: 20 + 10*(k-1), Y: 20 + 5*(k-1), W: 90, H: 65}})
+		}
+	})
+	require.Zero(t, rec.Frames[1].Moved, "the window's first showing is new")
+	require.Greater(t, rec.Frames[2].Moved, MotionShare)
+	var kinds []string
+	for _, c := range changes(t, Recording{Recording: rec, Once: true}, time.Second) {
+		kinds = append(kinds, c.Kind)
+	}
+	require.Equal(t, []string{"", "", SourceRecordingMotion, SourceRecordingMotion, SourceRecordingMotion}, kinds)
+
+	m, err := New(1, Config{Timeline: []Phase{{Source: Recording{Recording: rec, Once: true}}}})
+	require.NoError(t, err)
+	require.Len(t, m.Changes(time.Second), 5)
+	_, regions, ok := m.Version(3)
+	require.True(t, ok)
+	require.Equal(t, SourceRecordingMotion, regions[0].Source)
+	img, _, _ := m.Version(3)
+	_, d := m.Since(2, img.At)
+	require.Equal(t, SourceRecordingMotion, d.Kinds[0].Kind)
+	require.Positive(t, d.Kinds[0].Changed)
+	_, regions, _ = m.Version(2)
+	require.Equal(t, SourceRecording, regions[0].Source)
+}
+
 // TestRecordingOnTheScreen: a timeline replays the recording at its
 // instants, presented at the refresh after each, and tells a painter the
 // recorded frame of every version, the phase's last when the next phase

@@ -258,10 +258,14 @@ func (m *Model) pull() (time.Duration, []part, bool) {
 		// reached: the screen cannot change in the past.
 		at = max(at, m.lastAt)
 		m.lastAt = at
+		kind := ph.kind
+		if c.Kind != "" {
+			kind = c.Kind
+		}
 		parts := make([]part, 0, len(c.Regions))
 		for _, r := range c.Regions {
 			if p := newPart(r, c.Complexity); p.r.cells() > 0 {
-				p.source, p.phase = ph.kind, m.cur
+				p.source, p.phase = kind, m.cur
 				parts = append(parts, p)
 			}
 		}

@@ -39,6 +39,11 @@ type Change struct {
 	Regions []Rect
 	// Complexity is the detail of the new content in every region, 0 to 1.
 	Complexity float64
+	// Kind is the kind of content the regions are when it is not the
+	// source's own (Source.Kind): a recording's change that a shift of
+	// the frame before explains is SourceRecordingMotion. Empty means the
+	// source's kind.
+	Kind string
 }
 
 // Rect is a region of the screen in fractions of its width and height:

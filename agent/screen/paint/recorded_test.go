@@ -16,10 +16,12 @@ import (
 )
 
 // replay is a screen of three versions, each a whole-screen region of a
-// recording phase, version v showing recorded frame frames[v-1].
+// recording phase, version v showing recorded frame frames[v-1]; the
+// regions are of kind kind, SourceRecording when empty.
 type replay struct {
 	rec    *recording.Recording
 	frames []int
+	kind   string
 }
 
 func (r *replay) Version(v uint64) (screen.Image, []screen.Region, bool) {
@@ -27,7 +29,11 @@ func (r *replay) Version(v uint64) (screen.Image, []screen.Region, bool) {
 		return screen.Image{}, nil, false
 	}
 	img := screen.Image{Version: v, At: time.Duration(v) * time.Second}
-	return img, []screen.Region{{X0: 0, Y0: 0, X1: screen.Cols, Y1: screen.Rows, Source: SourceRecording, Phase: 0}}, true
+	kind := r.kind
+	if kind == "" {
+		kind = SourceRecording
+	}
+	return img, []screen.Region{{X0: 0, Y0: 0, X1: screen.Cols, Y1: screen.Rows, Source: kind, Phase: 0}}, true
 }
 
 func (r *replay) RecordedFrame(phase int, at time.Duration) (*recording.Recording, int, bool) {
@@ -58,19 +64,22 @@ func noiseRecording(t *testing.T, w, h, n int) (*recording.Recording, []*codec.F
 }
 
 // TestRecordedPixels: a recorded region is the recorded frame's pixels,
-// converted as the textures are, whichever order the versions come in;
-// at another size they are scaled by the nearest sample.
+// converted as the textures are, whichever order the versions come in
+// and whether the screen model calls the change motion or not; at another
+// size they are scaled by the nearest sample.
 func TestRecordedPixels(t *testing.T) {
 	rec, frames := noiseRecording(t, 320, 180, 3)
 	src := &replay{rec: rec, frames: []int{0, 2, 1}}
-	p, err := New(1, src, Config{Width: 320, Height: 180})
-	require.NoError(t, err)
-	for _, v := range []uint64{1, 2, 3, 2, 1} {
-		pic, err := p.Paint(v)
+	for _, kind := range []string{SourceRecording, screen.SourceRecordingMotion} {
+		p, err := New(1, &replay{rec: rec, frames: src.frames, kind: kind}, Config{Width: 320, Height: 180})
 		require.NoError(t, err)
-		want := yuv.New(320, 180)
-		want.FromRGB(frames[src.frames[v-1]].Pix, 320, 180)
-		require.True(t, yuv.Equal(want, pic), "version %d", v)
+		for _, v := range []uint64{1, 2, 3, 2, 1} {
+			pic, err := p.Paint(v)
+			require.NoError(t, err)
+			want := yuv.New(320, 180)
+			want.FromRGB(frames[src.frames[v-1]].Pix, 320, 180)
+			require.True(t, yuv.Equal(want, pic), "%s, version %d", kind, v)
+		}
 	}
 	// Twice the size: each recorded pixel becomes a 2x2 block.
 	big, err := New(1, src, Config{Width: 640, Height: 360})
