@@ -46,8 +46,13 @@ var presets = map[string]Config{
 // many versions costs as many shifts, so at low targets the rate control
 // skips most frames, as OpenH264's does; typing and a photo are new content
 // at every change. The rate control skips frames as OpenH264's bitrate
-// mode does, counting the frames offered (SkipByFrames). Budgeted takes
-// these out again.
+// mode does, counting the frames offered (SkipByFrames). Recorded desktops
+// (agent/screen.Recording) have costs of their own, fitted on the corpus
+// of recordings with everything else held (calibrate.CompareRecorded;
+// docs/codecs.md, "The model's error per content kind"): a recorded
+// first keyframe of 1.4 Mbit for a whole screen, and a recorded change
+// that a shift explains (a dragged window, a scrolled page) is motion.
+// Budgeted takes these out again.
 func openH264Sizes(c Config) Config {
 	c.SkipRule = SkipByFrames
 	c.FullScreenBits = 2e6
@@ -57,6 +62,8 @@ func openH264Sizes(c Config) Config {
 	c.Content = []ContentCost{
 		{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 40_000, KeyframeBits: 0.7e6},
 		{Kind: "photo", KeyframeBits: 2.8e6},
+		{Kind: "recording", MinFrameBytes: 20_000, KeyframeBits: 1.4e6},
+		{Kind: "recording-motion", MotionBits: 48e3, MinFrameBytes: 20_000},
 		{Kind: "scrolling", MotionBits: 40e3, MinFrameBytes: 30_000, KeyframeBits: 2.8e6},
 		{Kind: "video", MotionBits: 56e3, MinFrameBytes: 20_000, KeyframeBits: 2.8e6},
 	}

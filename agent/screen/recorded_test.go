@@ -156,30 +156,7 @@ func TestRecordingChanges(t *testing.T) {
 // dragged) is motion; new content (the window's first showing) is not,
 // and the screen's deltas carry the motion's kind.
 func TestRecordingMotion(t *testing.T) {
-	const w, h = 320, 180
-	window := func(x, y int) *codec.Frame {
-		f := codec.NewFrame(w, h)
-		for i := range f.Pix {
-			f.Pix[i] = 0x204060
-		}
-		for yy := range 60 {
-			for xx := range 80 {
-				f.Pix[(y+yy)*w+x+xx] = uint32((xx*7+yy*13)%251)*0x010101 ^ uint32(xx*yy)
-			}
-		}
-		return f
-	}
-	rec := recordingtest.Write(t, filepath.Join(t.TempDir(), "drag.labrec"), recording.Meta{Width: w, Height: h, Refresh: 60}, func(add recordingtest.Add) {
-		bg := codec.NewFrame(w, h)
-		for i := range bg.Pix {
-			bg.Pix[i] = 0x204060
-		}
-		add(0, bg, nil)
-		add(time.Second/60, window(20, 20), []codec.Rect{{X: 20, Y: 20, W: 80, H: 60}})
-		for k := 1; k <= 3; k++ {
-			add(time.Duration(k+1)*time.Second/60, window(20+10*k, 20+5*k), []codec.Rect{{X: 20 + 10*(k-1), Y: 20 + 5*(k-1), W: 90, H: 65}})
-		}
-	})
+	rec := recordingtest.Drag(t, filepath.Join(t.TempDir(), "drag.labrec"), time.Second/60, 3)
 	require.Zero(t, rec.Frames[1].Moved, "the window's first showing is new")
 	require.Greater(t, rec.Frames[2].Moved, MotionShare)
 	var kinds []string

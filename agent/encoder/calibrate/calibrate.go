@@ -30,6 +30,7 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/encoder"
@@ -110,6 +111,19 @@ type Case struct {
 // Seed is the seed of every screen and painter: the calibration is one
 // deterministic sample of each kind.
 const Seed = 1
+
+// kinds are the content kinds the model sees in the case: its Kind, and
+// for a recording whose changes include motion (screen.MotionShare of a
+// change moved) screen.SourceRecordingMotion too, whose cost a fit then
+// fits on the cases that show it.
+func (c Case) kinds() []string {
+	if c.Recording != nil && slices.ContainsFunc(c.Recording.Frames[1:], func(f recording.Frame) bool {
+		return f.Changed > 0 && f.Moved >= screen.MotionShare
+	}) {
+		return []string{c.Kind, screen.SourceRecordingMotion}
+	}
+	return []string{c.Kind}
+}
 
 func (c Case) screen() (*screen.Model, error) {
 	if c.Recording != nil {

@@ -274,8 +274,8 @@ func Loss(model, ref []Summary) float64 {
 // coordinates: each shared parameter over its values with the others held,
 // then each kind's costs (its MotionBits and KindMinFrameBytes together,
 // where the reference made P frames, then its KeyframeBits) on that
-// kind's cases alone (a case shows one kind, so a kind's costs change
-// nothing else), round after round until a round changes nothing (at most
+// kind's cases alone (a case shows one kind, or a recording's two, the
+// recorded kind and its motion, so a kind's costs change nothing else), round after round until a round changes nothing (at most
 // eight). A value replaces the one held only when it lowers the loss, so
 // a parameter the cases cannot see keeps its value. It runs the model once
 // per value tried, so it must be called inside a synctest bubble.
@@ -356,7 +356,7 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 			var kc []Case
 			var kr []Summary
 			for i, c := range cases {
-				if c.Kind == kind {
+				if slices.Contains(c.kinds(), kind) {
 					kc, kr = append(kc, c), append(kr, ref[i])
 				}
 			}
@@ -423,8 +423,10 @@ func tryEach[T any](vals []T, best *Params, set func(*Params, T), try func(Param
 func kindsOf(cases []Case) []string {
 	var out []string
 	for _, c := range cases {
-		if !slices.Contains(out, c.Kind) {
-			out = append(out, c.Kind)
+		for _, k := range c.kinds() {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
 		}
 	}
 	return out

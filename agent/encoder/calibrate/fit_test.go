@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/agent/encoder"
+	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 )
 
 // bareModel is the model without content costs, whatever the presets hold: the
@@ -151,4 +154,34 @@ func TestParamsOnlyTheKindsFitted(t *testing.T) {
 	require.Len(t, p.Content, 3, "p itself unchanged")
 	require.Nil(t, p.only([]string{"video"}).Content)
 	require.Equal(t, 2e6, p.only(nil).FullScreenBits)
+}
+
+// TestFitRecoversRecordedMotion: on a recording of a dragged window, the
+// fit finds the cost of its moves (the kind recording-motion) of a
+// synthetic encoder, with the recorded kind's own cost beside it; without
+// the motion cost the model is measurably off.
+func TestFitRecoversRecordedMotion(t *testing.T) {
+	rec := recordingtest.Drag(t, filepath.Join(t.TempDir(), "drag.labrec"), 100*time.Millisecond, 30)
+	require.Greater(t, rec.Frames[3].Moved, screen.MotionShare)
+	synctest.Test(t, func(t *testing.T) {
+		want := Params{FullScreenBits: 2e6, KeyframeFactor: 2, MinFrameBytes: 500,
+			Content: []encoder.ContentCost{{Kind: screen.SourceRecordingMotion, MotionBits: 64e3}}}
+		var cases []Case
+		for _, bps := range []int{100_000, 1_000_000, 8_000_000} {
+			cases = append(cases, Case{Kind: screen.SourceRecording, Recording: rec, Bitrate: bps, Length: rec.Duration()})
+		}
+		require.Equal(t, []string{screen.SourceRecording, screen.SourceRecordingMotion}, kindsOf(cases))
+		ref, err := ModelSummaries(cases, want.Apply(bareModel), 0)
+		require.NoError(t, err)
+		start := want
+		start.Content = nil
+		grid := Grid{MotionBits: []float64{0, 16e3, 64e3, 256e3}, KindMinFrameBytes: []int{0, 1200, 5000}}
+		got, loss, err := Fit(cases, ref, start.Apply(bareModel), grid, 0)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Zero(t, loss)
+		sums, err := ModelSummaries(cases, start.Apply(bareModel), 0)
+		require.NoError(t, err)
+		require.Greater(t, Loss(sums, ref), 0.01)
+	})
 }

@@ -119,6 +119,13 @@ func TestCompareRecorded(t *testing.T) {
 		// by the recorded kind's cost alone.
 		held := cmp.Params[ModelRecorded].only([]string{"animation", "typing", "scrolling", "video", "photo", "still"})
 		require.Equal(t, cmp.Params[ModelPainted].canonical(), held.canonical())
+		// The painter's calibration is the preset without its recorded
+		// costs, which the preset carries beside it.
+		require.Equal(t, cmp.Preset.only([]string{"animation", "typing", "scrolling", "video", "photo", "still"}), cmp.Params[ModelPainted])
+		for _, kind := range RecordedKinds {
+			_, ok := cmp.Preset.cost(kind)
+			require.True(t, ok, kind)
+		}
 		for i, row := range cmp.Rows {
 			require.Equal(t, "test", row.Kind)
 			// From the warm-up, 30 changes up to 4.9 s, then none.
@@ -166,6 +173,7 @@ func TestRecordedReport(t *testing.T) {
 			"\n## The model's error per content kind\n\n" + cmp.ErrorTable() +
 			"\nbudget: the budget's sizes; painted: the preset " + encoder.PresetOpenH264Asm + ", fitted on the painter's content; recorded: it with a cost for recorded content fitted here, every other parameter held; refit: every parameter fitted here from the budget's.\n" +
 			"\n## The parameters\n\n" + cmp.ParamsTable()
+		t.Logf("the preset %s carries the recorded costs fitted here: %v", encoder.PresetOpenH264Asm, cmp.PresetCarriesRecorded())
 		require.NoError(t, os.MkdirAll(*recordedOut, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(*recordedOut, "recorded.md"), []byte(md), 0o644))
 		t.Logf("\n%s", md)

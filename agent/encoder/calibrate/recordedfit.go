@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -19,11 +20,13 @@ const (
 	// ModelBudget is the budget's sizes (encoder.Budgeted): every frame
 	// spends its share of the target, the library's rule.
 	ModelBudget = "budget"
-	// ModelPainted is the preset openh264-asm: the sizes calibrated
-	// against OpenH264 on the painter's content.
+	// ModelPainted is the preset openh264-asm without its costs for
+	// recorded content: the sizes calibrated against OpenH264 on the
+	// painter's content.
 	ModelPainted = "painted"
-	// ModelRecorded is the painter's calibration with a cost of its own for
-	// recorded content (the model's kind "recording"), fitted on the
+	// ModelRecorded is the painter's calibration with costs of their own
+	// for recorded content (the model's kinds "recording", and
+	// "recording-motion" for changes a shift explains), fitted on the
 	// recordings with every other parameter held.
 	ModelRecorded = "recorded"
 	// ModelRefit is the whole search fitted again on the recordings, from
@@ -53,6 +56,20 @@ type RecordedComparison struct {
 	// against the real runs.
 	Params map[string]Params
 	Loss   map[string]float64
+	// Preset is the preset openh264-asm's parameters, recorded content's
+	// costs included (PresetCarriesRecorded).
+	Preset Params
+}
+
+// RecordedKinds are the screen model's kinds of recorded content, whose
+// costs CompareRecorded fits.
+var RecordedKinds = []string{screen.SourceRecording, screen.SourceRecordingMotion}
+
+// PresetCarriesRecorded tells whether the preset openh264-asm carries the
+// costs for recorded content fitted here (ModelRecorded): a run that says
+// no means the real encoder, the corpus or the model moved.
+func (r *RecordedComparison) PresetCarriesRecorded() bool {
+	return reflect.DeepEqual(r.Preset.canonical(), r.Params[ModelRecorded].canonical())
 }
 
 // CompareRecorded runs OpenH264 (Real, the recordings' own pixels) and
@@ -70,8 +87,11 @@ func CompareRecorded(recs []*recording.Recording, bitrates []int, length time.Du
 	}
 	base := encoder.Budgeted(preset)
 	base.SkipRule = preset.SkipRule
+	// The painter's calibration: the preset without the costs this fits.
+	painted := Of(preset)
+	painted.Content = slices.DeleteFunc(painted.Content, func(c encoder.ContentCost) bool { return slices.Contains(RecordedKinds, c.Kind) })
 	cmp := &RecordedComparison{Model: map[string][]Summary{}, Sent: map[string][]float64{},
-		Params: map[string]Params{ModelBudget: Of(base), ModelPainted: Of(preset)}, Loss: map[string]float64{}}
+		Params: map[string]Params{ModelBudget: Of(base), ModelPainted: painted}, Loss: map[string]float64{}, Preset: Of(preset)}
 	for _, rec := range recs {
 		end := min(length, rec.Duration())
 		if end <= RecordedWarmup {
@@ -101,16 +121,18 @@ func CompareRecorded(recs []*recording.Recording, bitrates []int, length time.Du
 	// The recorded kind's cost alone, from the preset: the shared
 	// parameters' grids left out, so they keep the painter's calibration.
 	kindOnly := Grid{MotionBits: grid.MotionBits, KindMinFrameBytes: grid.KindMinFrameBytes, KeyframeBits: grid.KeyframeBits}
-	fitted, _, err := Fit(cmp.Cases, cmp.Real, preset, kindOnly, RecordedWarmup)
+	fitted, _, err := Fit(cmp.Cases, cmp.Real, painted.Apply(preset), kindOnly, RecordedWarmup)
 	if err != nil {
 		return nil, err
 	}
-	// Only the recorded kind's cost is taken: the fit may also have let
+	// Only the recorded kinds' costs are taken: the fit may also have let
 	// the painted kinds' keyframes follow the shared one, which no
 	// recorded case can see, and those stay the preset's.
-	cmp.Params[ModelRecorded] = Of(preset)
-	if c, ok := fitted.cost(screen.SourceRecording); ok {
-		cmp.Params[ModelRecorded] = Of(preset).withCost(c)
+	cmp.Params[ModelRecorded] = painted
+	for _, kind := range RecordedKinds {
+		if c, ok := fitted.cost(kind); ok {
+			cmp.Params[ModelRecorded] = cmp.Params[ModelRecorded].withCost(c)
+		}
 	}
 	for _, name := range RecordedModels {
 		cfg := cmp.Params[name].Apply(base)
