@@ -88,3 +88,22 @@ func TestMoved(t *testing.T) {
 	// Only the damage is looked at: a change outside it is none.
 	require.Zero(t, m.moved(prev, cur, []codec.Rect{{X: 0, Y: 0, W: 1, H: 1}}[:0]))
 }
+
+// BenchmarkMoved1080pScroll measures the motion search on its costliest
+// frame: a whole 1080p screen scrolled by 48 rows, searched all over.
+func BenchmarkMoved1080pScroll(b *testing.B) {
+	const w, h = 1920, 1080
+	page := desktop(w, 2*h, 0, 0, w, 2*h, 3)
+	prev, cur := codec.NewFrame(w, h), codec.NewFrame(w, h)
+	copy(prev.Pix, page.Pix[:w*h])
+	copy(cur.Pix, page.Pix[48*w:48*w+w*h])
+	whole := []codec.Rect{{W: w, H: h}}
+	var m motion
+	var got float64
+	for b.Loop() {
+		got = m.moved(prev, cur, whole)
+	}
+	if got < 0.9 {
+		b.Fatalf("moved %.3f of a scrolled screen: not the search it names", got)
+	}
+}
