@@ -252,6 +252,56 @@ func (c *capture) windows() ([]window, error) {
 	return out, walk(c.root, 0)
 }
 
+// probeClass is the WM_CLASS of the window that asks the window manager
+// whether it manages windows yet (managesWindows).
+const probeClass = "lab-record-probe\x00LabRecordProbe\x00"
+
+// newProbe creates and maps a small window for managesWindows.
+func (c *capture) newProbe() (xproto.Window, error) {
+	id, err := xproto.NewWindowId(c.conn)
+	if err != nil {
+		return 0, fmt.Errorf("record: %w", err)
+	}
+	if err := xproto.CreateWindowChecked(c.conn, 0, id, c.root, 0, 0, 16, 16, 0, xproto.WindowClassInputOutput, 0, 0, nil).Check(); err != nil {
+		return 0, fmt.Errorf("record: creating a window: %w", err)
+	}
+	xproto.ChangeProperty(c.conn, xproto.PropModeReplace, id, xproto.AtomWmClass, xproto.AtomString, 8, uint32(len(probeClass)), []byte(probeClass))
+	if err := xproto.MapWindowChecked(c.conn, id).Check(); err != nil {
+		return 0, fmt.Errorf("record: mapping a window: %w", err)
+	}
+	return id, nil
+}
+
+// managesWindows says whether the window manager has taken the probe in:
+// reparented it into a frame of its own. Announcing itself on the root
+// window (wmRunning) does not say it answers requests to map windows
+// yet: a CI run under load once saw xclock's request, made after the
+// announcement, go unanswered for 30 s, the window left unmapped on the
+// root. remap asks again (unmap, map: a new request), for a request that
+// came too early.
+func (c *capture) managesWindows(probe xproto.Window, remap bool) (bool, error) {
+	tree, err := xproto.QueryTree(c.conn, probe).Reply()
+	if err != nil {
+		return false, fmt.Errorf("record: %w", err)
+	}
+	if tree.Parent != c.root {
+		return true, nil
+	}
+	if remap {
+		xproto.UnmapWindow(c.conn, probe)
+		xproto.MapWindow(c.conn, probe)
+	}
+	return false, nil
+}
+
+// destroyProbe destroys the probe; the window manager then drops its frame.
+func (c *capture) destroyProbe(probe xproto.Window) error {
+	if err := xproto.DestroyWindowChecked(c.conn, probe).Check(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	return nil
+}
+
 // census says what the display holds, for an error when an expected
 // window did not show: every window at any depth that carries a WM_CLASS
 // or WM_NAME, with its map state, and the process ids of the server's

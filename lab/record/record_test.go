@@ -2,6 +2,7 @@ package record
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -164,4 +165,39 @@ func TestStopRemovesTheFilesOfAKilledServerOnly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The probe that tells when the window manager is ready is framed only by
+// a window manager: on a bare display it stays on the root, however often
+// it is asked for again; once openbox runs, it is taken into a frame.
+func TestWindowManagerProbe(t *testing.T) {
+	needs(t, "window-moves")
+	ps := &procs{log: io.Discard}
+	defer ps.stop()
+	display, err := ps.startX(t.Context(), 320, 200)
+	require.NoError(t, err)
+	ps.env, ps.dir = childEnv(display, t.TempDir()), t.TempDir()
+	c, err := openCapture(display)
+	require.NoError(t, err)
+	defer c.Close()
+	probe, err := c.newProbe()
+	require.NoError(t, err)
+	for range 3 {
+		ok, err := c.managesWindows(probe, true)
+		require.NoError(t, err)
+		require.False(t, ok, "framed with no window manager")
+	}
+	_, err = ps.start("openbox", nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), StartTimeout)
+	defer cancel()
+	asked := time.Now()
+	require.NoError(t, poll(ctx, func() (bool, error) {
+		again := time.Since(asked) >= time.Second
+		if again {
+			asked = time.Now()
+		}
+		return c.managesWindows(probe, again)
+	}))
+	require.NoError(t, c.destroyProbe(probe))
 }
