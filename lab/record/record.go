@@ -232,21 +232,16 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 			return nil, p.failed("did not start managing the display", err)
 		}
 		// The window manager is ready once it frames a window: a probe,
-		// asked for again every second, destroyed once framed.
+		// destroyed once framed.
 		probe, err := c.newProbe()
 		if err != nil {
 			return nil, err
 		}
-		asked := time.Now()
-		if err := poll(wmCtx, func() (bool, error) {
+		if err := c.awaitFramed(wmCtx, probe, func() error {
 			if ps.exited() != nil {
-				return false, errors.New("ended")
+				return errors.New("ended")
 			}
-			again := time.Since(asked) >= time.Second
-			if again {
-				asked = time.Now()
-			}
-			return c.managesWindows(probe, again)
+			return nil
 		}); err != nil {
 			return nil, p.failed(fmt.Sprintf("did not frame a window of its own within %v (what the display holds: %s)", StartTimeout, c.census()), err)
 		}

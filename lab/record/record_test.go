@@ -191,13 +191,6 @@ func TestWindowManagerProbe(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), StartTimeout)
 	defer cancel()
-	asked := time.Now()
-	require.NoError(t, poll(ctx, func() (bool, error) {
-		again := time.Since(asked) >= time.Second
-		if again {
-			asked = time.Now()
-		}
-		return c.managesWindows(probe, again)
-	}))
+	require.NoError(t, c.awaitFramed(ctx, probe, func() error { return nil }))
 	require.NoError(t, c.destroyProbe(probe))
 }
