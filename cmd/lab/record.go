@@ -139,7 +139,8 @@ func recordRun(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if u.From == u.To {
 				what = fmt.Sprintf("format %d already, left alone", u.From)
 			}
-			fmt.Fprintf(stdout, "%s: %s; %d frames, %.1f%% of the changed pixels explained by a shift\n", path, what, u.Frames, 100*u.Moved)
+			fmt.Fprintf(stdout, "%s: %s; %d frames, %.1f%% of the changed pixels explained by a shift, %.0f%% of the damaged pixels changed\n",
+				path, what, u.Frames, 100*u.Moved, 100*u.Fill)
 		}
 		return nil
 	}

@@ -55,7 +55,7 @@ func TestRecordUpgrade(t *testing.T) {
 	})
 	var out bytes.Buffer
 	require.NoError(t, recordRun(t.Context(), []string{"-upgrade", path}, &out, io.Discard))
-	require.Equal(t, path+": format 2 already, left alone; 2 frames, 0.0% of the changed pixels explained by a shift\n", out.String())
+	require.Equal(t, path+": format 2 already, left alone; 2 frames, 0.0% of the changed pixels explained by a shift, 100% of the damaged pixels changed\n", out.String())
 	_, err := parseRecord([]string{"-upgrade"}, io.Discard)
 	require.EqualError(t, err, "record: -upgrade needs the recordings' files after the flags")
 	bad := filepath.Join(dir, "b.labrec")

@@ -17,6 +17,10 @@ type Upgraded struct {
 	// frames after the first, that a shift of the frame before explains:
 	// Frame.Moved weighted by each frame's Changed.
 	Moved float64
+	// Fill is the share of the damaged pixels that changed, over the
+	// frames after the first that changed any: the X server's damage
+	// covers what was drawn, often much more than what changed.
+	Fill float64
 }
 
 // Upgrade rewrites a recording of an older format in the current one, in
@@ -51,13 +55,19 @@ func Upgrade(path string) (Upgraded, error) {
 		}
 		u.To = rec.Version()
 	}
-	var moved, changed float64
+	var moved, changed, damaged float64
 	for _, f := range rec.Frames[1:] {
+		if !(f.Changed > 0) {
+			continue
+		}
 		moved += f.Moved * f.Changed
 		changed += f.Changed
+		for _, r := range f.Damage {
+			damaged += float64(r.W*r.H) / float64(rec.Meta.Width*rec.Meta.Height)
+		}
 	}
 	if changed > 0 {
-		u.Moved = moved / changed
+		u.Moved, u.Fill = moved/changed, changed/damaged
 	}
 	return u, nil
 }
