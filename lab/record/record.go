@@ -243,7 +243,7 @@ func Record(ctx context.Context, cfg Config) (_ *Result, err error) {
 			}
 			return nil
 		}); err != nil {
-			return nil, p.failed(fmt.Sprintf("did not frame a window of its own within %v (what the display holds: %s)", StartTimeout, c.census()), err)
+			return nil, p.failed(fmt.Sprintf("did not frame the lab's probe window within %v (what the display holds: %s)", StartTimeout, c.census()), err)
 		}
 		if err := c.destroyProbe(probe); err != nil {
 			return nil, err
