@@ -51,7 +51,8 @@ var presets = map[string]Config{
 // of recordings with everything else held (calibrate.CompareRecorded;
 // docs/codecs.md, "The model's error per content kind"): a recorded
 // first keyframe of 1.4 Mbit for a whole screen, and a recorded change
-// that a shift explains (a dragged window, a scrolled page) is motion.
+// that a shift explains is motion, a dragged window's and a scrolled
+// page's at costs of their own.
 // Budgeted takes these out again.
 func openH264Sizes(c Config) Config {
 	c.SkipRule = SkipByFrames
@@ -62,8 +63,9 @@ func openH264Sizes(c Config) Config {
 	c.Content = []ContentCost{
 		{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 40_000, KeyframeBits: 0.7e6},
 		{Kind: "photo", KeyframeBits: 2.8e6},
-		{Kind: "recording", MinFrameBytes: 20_000, KeyframeBits: 1.4e6},
-		{Kind: "recording-motion", MotionBits: 48e3, MinFrameBytes: 20_000},
+		{Kind: "recording", KeyframeBits: 1.4e6},
+		{Kind: "recording-motion", MotionBits: 32e3, MinFrameBytes: 20_000},
+		{Kind: "recording-scroll", MotionBits: 192e3},
 		{Kind: "scrolling", MotionBits: 40e3, MinFrameBytes: 30_000, KeyframeBits: 2.8e6},
 		{Kind: "video", MotionBits: 56e3, MinFrameBytes: 20_000, KeyframeBits: 2.8e6},
 	}

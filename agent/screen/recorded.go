@@ -25,6 +25,18 @@ const SourceRecordingMotion = "recording-motion"
 // explain for the change to be SourceRecordingMotion: most of it.
 const MotionShare = 0.5
 
+// SourceRecordingScroll is the kind of a recorded change that is motion
+// (as SourceRecordingMotion) over most of the screen: a page scrolled, its
+// damage at least ScrollShare of the screen, where a dragged window moves
+// a part of it and uncovers what was beneath. An encoder codes the two
+// differently enough (OpenH264: a 720p page jump 10-13 KB, a window move
+// 1.3-1.8 KB) that one motion cost fits one and not the other.
+const SourceRecordingScroll = "recording-scroll"
+
+// ScrollShare is the share of the screen a moving change's damage must
+// cover to be SourceRecordingScroll.
+const ScrollShare = 0.9
+
 // Recording replays a recorded desktop (agent/screen/recording) as a
 // phase: the screen changes when the recording did, where its damage
 // says, with the detail its pixels had. Only the recording's index is
@@ -128,12 +140,31 @@ func (r Recording) Start(Env) (func() (Change, bool), error) {
 				regions = append(regions, Rect{X: float64(d.X) / w, Y: float64(d.Y) / h, W: float64(d.W) / w, H: float64(d.H) / h})
 			}
 			c := Change{At: at, Regions: regions, Complexity: DetailComplexity(f.Detail)}
-			if f.Moved >= MotionShare {
-				c.Kind = SourceRecordingMotion
+			if k := RecordedKind(f, r.Recording.Meta); k != SourceRecording {
+				c.Kind = k
 			}
 			return c, true
 		}
 	}, nil
+}
+
+// RecordedKind is the kind the screen model gives a recorded frame's
+// change: SourceRecordingScroll or SourceRecordingMotion when a shift of
+// the frame before explains most of it (by the share of the screen its
+// damage covers, rectangles that overlap counted twice, as the recorder
+// merges them), SourceRecording otherwise.
+func RecordedKind(f *recording.Frame, m recording.Meta) string {
+	if !(f.Moved >= MotionShare) {
+		return SourceRecording
+	}
+	damaged := 0.0
+	for _, d := range f.Damage {
+		damaged += float64(d.W*d.H) / float64(m.Width*m.Height)
+	}
+	if damaged >= ScrollShare {
+		return SourceRecordingScroll
+	}
+	return SourceRecordingMotion
 }
 
 // frameAt is the frame showing pos after the first frame: the last whose

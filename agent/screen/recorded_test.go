@@ -179,6 +179,27 @@ func TestRecordingMotion(t *testing.T) {
 	require.Equal(t, SourceRecording, regions[0].Source)
 }
 
+// A moving change over most of the screen is a page scrolled; over a part
+// of it, a window dragged; a change that no shift explains is neither.
+func TestRecordedKind(t *testing.T) {
+	meta := recording.Meta{Width: 100, Height: 100}
+	for _, c := range []struct {
+		moved  float64
+		damage []codec.Rect
+		want   string
+	}{
+		{0.9, []codec.Rect{{W: 100, H: 100}}, SourceRecordingScroll},
+		{0.9, []codec.Rect{{W: 100, H: 50}, {Y: 50, W: 100, H: 40}}, SourceRecordingScroll},
+		{0.9, []codec.Rect{{W: 100, H: 89}}, SourceRecordingMotion},
+		{0.5, []codec.Rect{{W: 10, H: 10}}, SourceRecordingMotion},
+		{0.49, []codec.Rect{{W: 100, H: 100}}, SourceRecording},
+		{0, []codec.Rect{{W: 10, H: 10}}, SourceRecording},
+	} {
+		f := recording.Frame{Moved: c.moved, Damage: c.damage, Changed: 0.1}
+		require.Equal(t, c.want, RecordedKind(&f, meta), "%+v", c)
+	}
+}
+
 // TestRecordingOnTheScreen: a timeline replays the recording at its
 // instants, presented at the refresh after each, and tells a painter the
 // recorded frame of every version, the phase's last when the next phase

@@ -113,16 +113,21 @@ type Case struct {
 const Seed = 1
 
 // kinds are the content kinds the model sees in the case: its Kind, and
-// for a recording whose changes include motion (screen.MotionShare of a
-// change moved) screen.SourceRecordingMotion too, whose cost a fit then
-// fits on the cases that show it.
+// for a recording the kinds the screen model gives its changes
+// (screen.RecordedKind: motion, a page scrolled), whose costs a fit then
+// fits on the cases that show them.
 func (c Case) kinds() []string {
-	if c.Recording != nil && slices.ContainsFunc(c.Recording.Frames[1:], func(f recording.Frame) bool {
-		return f.Changed > 0 && f.Moved >= screen.MotionShare
-	}) {
-		return []string{c.Kind, screen.SourceRecordingMotion}
+	kinds := []string{c.Kind}
+	if c.Recording == nil {
+		return kinds
 	}
-	return []string{c.Kind}
+	for i := range c.Recording.Frames[1:] {
+		f := &c.Recording.Frames[1+i]
+		if k := screen.RecordedKind(f, c.Recording.Meta); f.Changed > 0 && !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
 }
 
 func (c Case) screen() (*screen.Model, error) {

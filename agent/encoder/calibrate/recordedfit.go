@@ -63,7 +63,7 @@ type RecordedComparison struct {
 
 // RecordedKinds are the screen model's kinds of recorded content, whose
 // costs CompareRecorded fits.
-var RecordedKinds = []string{screen.SourceRecording, screen.SourceRecordingMotion}
+var RecordedKinds = []string{screen.SourceRecording, screen.SourceRecordingMotion, screen.SourceRecordingScroll}
 
 // PresetCarriesRecorded tells whether the preset openh264-asm carries the
 // costs for recorded content fitted here (ModelRecorded): a run that says

@@ -238,7 +238,7 @@ func (p *Painter) region(img screen.Image, r screen.Region) {
 		p.copyFrom(px, page, px.x0+int(img.Version)*frames.GlyphW, px.y0)
 	case "photo":
 		p.copyFrom(px, p.texture(texPhoto, c), px.x0, px.y0)
-	case SourceRecording, screen.SourceRecordingMotion:
+	case SourceRecording, screen.SourceRecordingMotion, screen.SourceRecordingScroll:
 		if err := p.recordedRegion(px, img.At, r.Phase); err != nil && p.err == nil {
 			p.err = err
 		}

@@ -70,7 +70,7 @@ func noiseRecording(t *testing.T, w, h, n int) (*recording.Recording, []*codec.F
 func TestRecordedPixels(t *testing.T) {
 	rec, frames := noiseRecording(t, 320, 180, 3)
 	src := &replay{rec: rec, frames: []int{0, 2, 1}}
-	for _, kind := range []string{SourceRecording, screen.SourceRecordingMotion} {
+	for _, kind := range []string{SourceRecording, screen.SourceRecordingMotion, screen.SourceRecordingScroll} {
 		p, err := New(1, &replay{rec: rec, frames: src.frames, kind: kind}, Config{Width: 320, Height: 180})
 		require.NoError(t, err)
 		for _, v := range []uint64{1, 2, 3, 2, 1} {
