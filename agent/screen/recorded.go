@@ -49,9 +49,10 @@ const ScrollShare = 0.9
 // at once), then every later frame whose pixels changed (Frame.Changed
 // above 0: damage redrawn the same is no change), at its instant, its
 // damage rectangles in fractions of the recorded screen's size, its
-// complexity DetailComplexity of its detail, its kind SourceRecordingMotion
-// when a shift of the frame before explains most of it (Frame.Moved at
-// least MotionShare), the source's own otherwise. When the recording ends and
+// complexity DetailComplexity of its detail, its kind RecordedKind's:
+// SourceRecordingScroll or SourceRecordingMotion when a shift of the frame
+// before explains most of it (Frame.Moved at least MotionShare), the
+// source's own otherwise. When the recording ends and
 // the phase goes on, it plays again from its first frame, which is then a
 // whole-screen change like the first: a real change of everything
 // (whatever the last frame and the first have in common), so a phase
@@ -151,17 +152,12 @@ func (r Recording) Start(Env) (func() (Change, bool), error) {
 // RecordedKind is the kind the screen model gives a recorded frame's
 // change: SourceRecordingScroll or SourceRecordingMotion when a shift of
 // the frame before explains most of it (by the share of the screen its
-// damage covers, rectangles that overlap counted twice, as the recorder
-// merges them), SourceRecording otherwise.
+// damage covers), SourceRecording otherwise.
 func RecordedKind(f *recording.Frame, m recording.Meta) string {
 	if !(f.Moved >= MotionShare) {
 		return SourceRecording
 	}
-	damaged := 0.0
-	for _, d := range f.Damage {
-		damaged += float64(d.W*d.H) / float64(m.Width*m.Height)
-	}
-	if damaged >= ScrollShare {
+	if f.DamagedShare(m) >= ScrollShare {
 		return SourceRecordingScroll
 	}
 	return SourceRecordingMotion

@@ -40,16 +40,12 @@ type motion struct {
 // collision costs a wasted check, never a wrong answer.
 const hashP, hashQ = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F
 
-// moved is the share of the pixels inside damage that differ between prev
-// and cur which the best single shift of prev (dx, dy, each within
-// MaxShift, not both zero) gives exactly: 0 when nothing changed or no
-// shift explains any of it (and for the first frame, prev nil).
-func (m *motion) moved(prev, cur *codec.Frame, damage []codec.Rect) float64 {
-	if prev == nil {
-		return 0
-	}
+// changed marks the pixels inside damage that differ between prev and cur
+// in m.mask (those under two rectangles once) and returns how many there
+// are and their bounding box: what ChangedShare counts and what moved
+// searches, found in one walk over the damage.
+func (m *motion) changed(prev, cur *codec.Frame, damage []codec.Rect) (int, codec.Rect) {
 	w, h := cur.W, cur.H
-	// The changed pixels, as a bit mask, and their bounding box.
 	m.mask = slices.Grow(m.mask[:0], (w*h+63)/64)[:(w*h+63)/64]
 	clear(m.mask)
 	x0, y0, x1, y1, n := w, h, -1, -1, 0
@@ -65,10 +61,31 @@ func (m *motion) moved(prev, cur *codec.Frame, damage []codec.Rect) float64 {
 			}
 		}
 	}
+	if n == 0 {
+		return 0, codec.Rect{}
+	}
+	return n, codec.Rect{X: x0, Y: y0, W: x1 - x0 + 1, H: y1 - y0 + 1}
+}
+
+// moved is the share of the pixels inside damage that differ between prev
+// and cur which the best single shift of prev (dx, dy, each within
+// MaxShift, not both zero) gives exactly: 0 when nothing changed or no
+// shift explains any of it (and for the first frame, prev nil).
+func (m *motion) moved(prev, cur *codec.Frame, damage []codec.Rect) float64 {
+	if prev == nil {
+		return 0
+	}
+	n, box := m.changed(prev, cur, damage)
+	return m.movedOf(prev, cur, n, box)
+}
+
+// movedOf is moved for the n changed pixels in box that changed just
+// marked.
+func (m *motion) movedOf(prev, cur *codec.Frame, n int, box codec.Rect) float64 {
+	w, h := cur.W, cur.H
 	if n == 0 || w < motionBlock || h < motionBlock {
 		return 0
 	}
-	box := codec.Rect{X: x0, Y: y0, W: x1 - x0 + 1, H: y1 - y0 + 1}
 
 	// The voters: blocks of cur inside the box on a grid that hold a
 	// changed pixel and some detail (a flat block is found everywhere).

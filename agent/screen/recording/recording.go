@@ -116,6 +116,17 @@ type Frame struct {
 	Moved float64
 }
 
+// DamagedShare is the share of a screen of meta's size that the frame's
+// damage covers, rectangles that overlap counted twice (the recorder merges
+// them, so they seldom do).
+func (f *Frame) DamagedShare(meta Meta) float64 {
+	a := 0
+	for _, d := range f.Damage {
+		a += d.W * d.H
+	}
+	return float64(a) / float64(meta.Width*meta.Height)
+}
+
 // Writer writes a recording frame by frame. It is not safe for concurrent
 // use.
 type Writer struct {
@@ -185,7 +196,16 @@ func (w *Writer) Add(at time.Duration, f *codec.Frame, damage []codec.Rect) erro
 			return fmt.Errorf("recording: frame %d: damage %+v outside the %dx%d screen", w.n, r, f.W, f.H)
 		}
 	}
-	changed := ChangedShare(w.prev, f, damage)
+	// The changed pixels are found once, for the changed share and for
+	// the motion search.
+	changed, moved := 1.0, 0.0
+	if w.prev != nil {
+		n, box := w.motion.changed(w.prev, f, damage)
+		changed = float64(n) / float64(len(f.Pix))
+		if w.version >= 2 {
+			moved = w.motion.movedOf(w.prev, f, n, box)
+		}
+	}
 	pix, err := w.enc.Encode(w.buf[:0], w.prev, f, damage)
 	if err != nil {
 		return fmt.Errorf("recording: frame %d: %w", w.n, err)
@@ -205,7 +225,7 @@ func (w *Writer) Add(at time.Duration, f *codec.Frame, damage []codec.Rect) erro
 	binary.LittleEndian.PutUint64(f8[:], math.Float64bits(Detail(f, damage)))
 	w.w.Write(f8[:])
 	if w.version >= 2 {
-		binary.LittleEndian.PutUint64(f8[:], math.Float64bits(w.motion.moved(w.prev, f, damage)))
+		binary.LittleEndian.PutUint64(f8[:], math.Float64bits(moved))
 		w.w.Write(f8[:])
 	}
 	writeUvarint(w.w, uint64(len(pix)))
@@ -557,18 +577,7 @@ func ChangedShare(prev, cur *codec.Frame, damage []codec.Rect) float64 {
 	if prev == nil {
 		return 1
 	}
-	seen := make([]uint64, (len(cur.Pix)+63)/64)
-	var n int
-	for _, r := range damage {
-		for y := r.Y; y < r.Y+r.H; y++ {
-			for x := r.X; x < r.X+r.W; x++ {
-				i := y*cur.W + x
-				if prev.Pix[i] != cur.Pix[i] && seen[i/64]&(1<<(i%64)) == 0 {
-					seen[i/64] |= 1 << (i % 64)
-					n++
-				}
-			}
-		}
-	}
+	var m motion
+	n, _ := m.changed(prev, cur, damage)
 	return float64(n) / float64(len(cur.Pix))
 }

@@ -56,15 +56,14 @@ func Upgrade(path string) (Upgraded, error) {
 		u.To = rec.Version()
 	}
 	var moved, changed, damaged float64
-	for _, f := range rec.Frames[1:] {
+	for i := range rec.Frames[1:] {
+		f := &rec.Frames[1+i]
 		if !(f.Changed > 0) {
 			continue
 		}
 		moved += f.Moved * f.Changed
 		changed += f.Changed
-		for _, r := range f.Damage {
-			damaged += float64(r.W*r.H) / float64(rec.Meta.Width*rec.Meta.Height)
-		}
+		damaged += f.DamagedShare(rec.Meta)
 	}
 	if changed > 0 {
 		u.Moved, u.Fill = moved/changed, changed/damaged
