@@ -280,10 +280,9 @@ const reaskProbe = 250 * time.Millisecond
 // asking for it again every reaskProbe, or until ctx ends or ended says
 // a program ended. Announcing itself on the root window (wmRunning) does
 // not say that openbox answers requests to map windows yet: a request
-// made right after the announcement went unanswered in 20 runs of 20 on
-// 2 cores (a CI run saw xclock's window left unmapped on the root for
-// 30 s), and the same request made again a quarter of a second later was
-// answered in all of them.
+// made right after the announcement can go unanswered for good (a CI run
+// saw xclock's window left unmapped on the root for 30 s), and one made
+// again is answered (TestOpenboxStartup measures both).
 func (c *capture) awaitFramed(ctx context.Context, probe xproto.Window, ended func() error) error {
 	asked := time.Now()
 	return poll(ctx, func() (bool, error) {

@@ -167,19 +167,31 @@ func TestStopRemovesTheFilesOfAKilledServerOnly(t *testing.T) {
 	}
 }
 
+// bareDisplay starts an Xvfb display of w x h with nothing on it, and a
+// capture connected to it; stop ends both (and what was started on it).
+func bareDisplay(t *testing.T, w, h int) (ps *procs, c *capture, stop func()) {
+	t.Helper()
+	ps = &procs{log: io.Discard}
+	display, err := ps.startX(t.Context(), w, h)
+	if err != nil {
+		ps.stop()
+		t.Fatal(err)
+	}
+	ps.env, ps.dir = childEnv(display, t.TempDir()), t.TempDir()
+	if c, err = openCapture(display); err != nil {
+		ps.stop()
+		t.Fatal(err)
+	}
+	return ps, c, func() { c.Close(); ps.stop() }
+}
+
 // The probe that tells when the window manager is ready is framed only by
 // a window manager: on a bare display it stays on the root, however often
 // it is asked for again; once openbox runs, it is taken into a frame.
 func TestWindowManagerProbe(t *testing.T) {
 	needs(t, "window-moves")
-	ps := &procs{log: io.Discard}
-	defer ps.stop()
-	display, err := ps.startX(t.Context(), 320, 200)
-	require.NoError(t, err)
-	ps.env, ps.dir = childEnv(display, t.TempDir()), t.TempDir()
-	c, err := openCapture(display)
-	require.NoError(t, err)
-	defer c.Close()
+	ps, c, stop := bareDisplay(t, 320, 200)
+	defer stop()
 	probe, err := c.newProbe()
 	require.NoError(t, err)
 	for range 3 {
