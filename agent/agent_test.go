@@ -128,10 +128,17 @@ func TestAgentHandsOverLossAtEachReport(t *testing.T) {
 		for i, c := range lc.calls {
 			require.NotZero(t, c[0], "the handshake's packets at least")
 			if i > 0 {
-				require.Greater(t, c[0], lc.calls[i-1][0], "the agent sent between two reports (the clock reply, frames, acknowledgements)")
+				// Totals: between two reports the agent may send nothing
+				// (a still screen's only packet, the report's
+				// acknowledgement, can leave before the agent reads the
+				// report; about one run in 600 of the lossy animation
+				// sends nothing for one period), but over the three it
+				// sends.
+				require.GreaterOrEqual(t, c[0], lc.calls[i-1][0], "totals")
 				require.GreaterOrEqual(t, c[1], lc.calls[i-1][1], "totals")
 			}
 		}
+		require.Greater(t, lc.calls[2][0], lc.calls[0][0], "the agent sent between the first report and the last")
 		return slices.Clone(lc.calls), quicStats{stats.PacketsSent, stats.PacketsLost}
 	}
 	synctest.Test(t, func(t *testing.T) {
