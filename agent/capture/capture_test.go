@@ -47,8 +47,8 @@ func TestGrabTakesOnlyNewImagesAndNeverWaits(t *testing.T) {
 		f := c.Grab()
 		require.True(t, f.New)
 		require.Equal(t, screen.Image{Version: 1, Changed: 1, Complexity: 0.5, Whole: 0.5}, f.Image)
-		require.Equal(t, screen.Delta{From: 0, To: 1, Changed: 1, Complexity: 0.5,
-			Kinds: [screen.MaxDeltaKinds]screen.KindChange{{Kind: screen.SourceDesktop, Changed: 1, Complexity: 0.5}}}, f.Delta)
+		require.Equal(t, screen.Delta{From: 0, To: 1, Changed: 1, Complexity: 0.5, Fill: 1,
+			Kinds: [screen.MaxDeltaKinds]screen.KindChange{{Kind: screen.SourceDesktop, Changed: 1, Complexity: 0.5, Fill: 1}}}, f.Delta)
 		require.Equal(t, epoch, f.Start)
 		require.Equal(t, capture.DefaultCopy, f.End.Sub(f.Start))
 		require.Zero(t, f.LockWait)
@@ -67,16 +67,16 @@ func TestGrabTakesOnlyNewImagesAndNeverWaits(t *testing.T) {
 		require.True(t, f.New)
 		require.Equal(t, uint64(2), f.Image.Version)
 		require.Equal(t, 50*time.Millisecond, f.Image.At)
-		require.Equal(t, screen.Delta{From: 1, To: 2, Changed: 0.25, Complexity: 1,
-			Kinds: [screen.MaxDeltaKinds]screen.KindChange{{Kind: "script", Changed: 0.25, Complexity: 1}}}, f.Delta)
+		require.Equal(t, screen.Delta{From: 1, To: 2, Changed: 0.25, Complexity: 1, Fill: 1,
+			Kinds: [screen.MaxDeltaKinds]screen.KindChange{{Kind: "script", Changed: 0.25, Complexity: 1, Fill: 1}}}, f.Delta)
 		require.Equal(t, f.Image, c.Last())
 
 		// A pipeline that dropped version 2 gets its changes again.
 		c.Rewind(1)
 		f = c.Grab()
 		require.True(t, f.New)
-		require.Equal(t, screen.Delta{From: 1, To: 2, Changed: 0.25, Complexity: 1,
-			Kinds: [screen.MaxDeltaKinds]screen.KindChange{{Kind: "script", Changed: 0.25, Complexity: 1}}}, f.Delta)
+		require.Equal(t, screen.Delta{From: 1, To: 2, Changed: 0.25, Complexity: 1, Fill: 1,
+			Kinds: [screen.MaxDeltaKinds]screen.KindChange{{Kind: "script", Changed: 0.25, Complexity: 1, Fill: 1}}}, f.Delta)
 	})
 }
 

@@ -915,3 +915,36 @@ func TestRollingRefresh(t *testing.T) {
 		}
 	})
 }
+
+// TestInterFrameWeighsFill checks a P frame weighs its change's detail by
+// the share of its pixels that changed (screen.Delta.Fill) to the power
+// FillExponent: half the screen at detail 0.8 of which a quarter changed
+// costs a quarter of the same half changed whole at exponent 1, half of
+// it at 0.5, all of it at 0 (the default, which ignores the fill).
+func TestInterFrameWeighsFill(t *testing.T) {
+	for _, tc := range []struct {
+		exponent float64
+		want     int
+	}{{0, 200_000}, {0.5, 100_000}, {1, 50_000}} {
+		synctest.Test(t, func(t *testing.T) {
+			e := opened(t, encoder.PresetOpenH264Asm, func(c *encoder.Config) { c.Bitrate, c.FillExponent = 100_000_000, tc.exponent })
+			_, err := e.Encode(encoder.Input{Image: screen.Image{Version: 1, Whole: 0.8}, Delta: screen.Delta{To: 1, Changed: 1, Complexity: 0.8, Fill: 1}})
+			require.NoError(t, err)
+			var sizes []int
+			for i, fill := range []float64{1, 0.25} {
+				v := uint64(i + 2)
+				time.Sleep(time.Second / 60)
+				d := screen.Delta{From: v - 1, To: v, Changed: 0.5, Complexity: 0.8, Fill: fill}
+				f, err := e.Encode(encoder.Input{Image: screen.Image{Version: v, Whole: 0.8}, Delta: d})
+				require.NoError(t, err)
+				require.False(t, f.Keyframe)
+				sizes = append(sizes, f.Bytes-20)
+			}
+			// DefaultFullScreenBits (4 Mbit) for the whole screen at
+			// detail 1, the budget far above it.
+			require.Equal(t, []int{200_000, tc.want}, sizes, "exponent %v", tc.exponent)
+		})
+	}
+	_, err := encoder.New(1, encoder.Config{FillExponent: 1.5})
+	require.ErrorIs(t, err, encoder.ErrConfig)
+}

@@ -117,6 +117,14 @@ type Config struct {
 	// FullScreenBits is what the whole screen at complexity 1 needs to
 	// match; zero means DefaultFullScreenBits.
 	FullScreenBits float64
+	// FillExponent weighs a change's detail in an inter frame by the share
+	// of its pixels that changed (screen.Delta.Fill): the detail times
+	// Fill^FillExponent. Zero ignores the fill, as if every pixel a change
+	// names were new (the painted screens' fill is 1 anyway); 1 makes the
+	// frame proportional to the pixels that changed. A block coder spends
+	// on every macroblock a changed pixel falls in, so a change costs more
+	// than its changed pixels alone: the calibration fits the exponent.
+	FillExponent float64
 	// OverheadBytes is every frame's fixed size; zero means
 	// DefaultOverheadBytes, negative means none.
 	OverheadBytes int
@@ -285,6 +293,7 @@ type H264 struct {
 	maxSpan   time.Duration
 	keyFactor float64
 	full      float64
+	fillExp   float64 // FillExponent
 	overhead  int
 	restart   time.Duration
 	old       bool
@@ -404,6 +413,9 @@ func New(seed uint64, cfg Config) (*H264, error) {
 	if !(cfg.FirstKeyframeBits >= 0) {
 		errs = append(errs, fmt.Errorf("first keyframe bits %v negative", cfg.FirstKeyframeBits))
 	}
+	if !(cfg.FillExponent >= 0 && cfg.FillExponent <= 1) {
+		errs = append(errs, fmt.Errorf("fill exponent %v outside [0, 1]", cfg.FillExponent))
+	}
 	var costs []contentCost
 	for i, c := range cfg.Content {
 		if c.Kind == "" || !(c.MotionBits >= 0) || !(c.KeyframeBits >= 0) {
@@ -442,6 +454,7 @@ func New(seed uint64, cfg Config) (*H264, error) {
 		keyFactor:   cfg.KeyframeFactor,
 		refreshN:    cfg.RefreshFrames,
 		full:        cfg.FullScreenBits,
+		fillExp:     cfg.FillExponent,
 		overhead:    cfg.OverheadBytes,
 		restart:     cfg.Restart,
 		old:         cfg.OldRestartOnBitrateChange,
@@ -683,12 +696,14 @@ func (e *H264) cost(kind string) (contentCost, bool) {
 
 // change is what a frame of d needs to replace its changed area, and the
 // smallest frame that changes it. Without content costs it is the changed
-// area's whole detail and MinFrameBytes, the rule of new content; a
+// area's detail, weighed by the share of its pixels that changed
+// (Delta.Fill, by fillWeight), and MinFrameBytes, the rule of new
+// content; a
 // moving kind's part needs its motion bits for every version d spans, up
 // to that part's whole detail, and the largest of the kinds' smallest
 // frames counts.
 func (e *H264) change(d screen.Delta) (fresh, least float64) {
-	fresh, least = e.full*d.Changed*d.Complexity, e.minBits
+	fresh, least = e.full*d.Changed*d.Complexity*e.fillWeight(d.Fill), e.minBits
 	if len(e.costs) == 0 {
 		return fresh, least
 	}
@@ -703,11 +718,19 @@ func (e *H264) change(d screen.Delta) (fresh, least float64) {
 		}
 		least = max(least, c.minBits)
 		if c.motion > 0 {
-			detail := e.full * k.Changed * k.Complexity
+			detail := e.full * k.Changed * k.Complexity * e.fillWeight(k.Fill)
 			fresh += min(c.motion*k.Changed*versions, detail) - detail
 		}
 	}
 	return max(fresh, 0), least
+}
+
+// fillWeight is what a change's detail weighs in an inter frame when fill
+// of its pixels changed: fill^FillExponent, 1 at a fill of 1 or an
+// exponent of 0 (math.Pow says so exactly, so that such sessions size
+// their frames as before the fill was known).
+func (e *H264) fillWeight(fill float64) float64 {
+	return math.Pow(fill, e.fillExp)
 }
 
 // settle counts a picture within a bit of its need as matching, so that

@@ -50,7 +50,10 @@ var presets = map[string]Config{
 // (agent/screen.Recording) have costs of their own, fitted on the corpus
 // of recordings with everything else held (calibrate.CompareRecorded;
 // docs/codecs.md, "The model's error per content kind"): a recorded
-// first keyframe of 1.4 Mbit for a whole screen, and a recorded change
+// first keyframe of 1.4 Mbit for a whole screen; a recorded change's
+// detail weighed by the share of its damaged pixels that changed to the
+// power 0.3 (FillExponent), at most 1 Mbit for a whole screen a version,
+// at least 20 KB when it needs more than the budget; and a recorded change
 // that a shift explains is motion, a dragged window's and a scrolled
 // page's at costs of their own.
 // Budgeted takes these out again.
@@ -60,10 +63,11 @@ func openH264Sizes(c Config) Config {
 	c.KeyframeFactor = 1
 	c.MinFrameBytes = 10_000
 	c.FirstKeyframeBits = 2e6
+	c.FillExponent = 0.3
 	c.Content = []ContentCost{
 		{Kind: "animation", MotionBits: 32e3, MinFrameBytes: 40_000, KeyframeBits: 0.7e6},
 		{Kind: "photo", KeyframeBits: 2.8e6},
-		{Kind: "recording", KeyframeBits: 1.4e6},
+		{Kind: "recording", MotionBits: 1e6, MinFrameBytes: 20_000, KeyframeBits: 1.4e6},
 		{Kind: "recording-motion", MotionBits: 32e3, MinFrameBytes: 20_000},
 		{Kind: "recording-scroll", MotionBits: 192e3},
 		{Kind: "scrolling", MotionBits: 40e3, MinFrameBytes: 30_000, KeyframeBits: 2.8e6},
@@ -82,7 +86,7 @@ func openH264Sizes(c Config) Config {
 // (openH264Sizes) are gone. Its timing, bitrate and switches stay.
 func Budgeted(cfg Config) Config {
 	cfg.FullScreenBits, cfg.KeyframeFactor, cfg.MinFrameBytes = 0, 0, 0
-	cfg.FirstKeyframeBits, cfg.Content = 0, nil
+	cfg.FirstKeyframeBits, cfg.Content, cfg.FillExponent = 0, nil, 0
 	cfg.SkipRule = SkipByTime
 	return cfg
 }
@@ -93,7 +97,7 @@ func Calibrated(cfg Config) bool {
 	b := Budgeted(cfg)
 	return cfg.FullScreenBits != b.FullScreenBits || cfg.KeyframeFactor != b.KeyframeFactor ||
 		cfg.MinFrameBytes != b.MinFrameBytes || cfg.FirstKeyframeBits != 0 || len(cfg.Content) > 0 ||
-		cfg.SkipRule != b.SkipRule
+		cfg.FillExponent != 0 || cfg.SkipRule != b.SkipRule
 }
 
 // PresetNames lists the presets, sorted: the H.264 model's above and those

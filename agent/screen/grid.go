@@ -60,6 +60,9 @@ type part struct {
 	r          cellRect
 	mask       [rowWords]uint64 // the columns x0..x1 of every row
 	complexity float64
+	// fill is the share of the part's pixels that change (Change.Fill,
+	// 1 when every one does).
+	fill float64
 	// source and phase say what made it, for a painter (Model.Version):
 	// the source's kind and the phase's index, -1 for the desktop.
 	source string
@@ -67,7 +70,7 @@ type part struct {
 }
 
 func newPart(r Rect, complexity float64) part {
-	p := part{r: toCells(r), complexity: complexity, phase: -1}
+	p := part{r: toCells(r), complexity: complexity, fill: 1, phase: -1}
 	for x := p.r.x0; x < p.r.x1; x++ {
 		p.mask[x/64] |= 1 << (x % 64)
 	}

@@ -49,7 +49,8 @@ const ScrollShare = 0.9
 // at once), then every later frame whose pixels changed (Frame.Changed
 // above 0: damage redrawn the same is no change), at its instant, its
 // damage rectangles in fractions of the recorded screen's size, its
-// complexity DetailComplexity of its detail, its kind RecordedKind's:
+// complexity DetailComplexity of its detail, its Fill RecordedFill's
+// (the damaged pixels that changed) unless it moved, its kind RecordedKind's:
 // SourceRecordingScroll or SourceRecordingMotion when a shift of the frame
 // before explains most of it (Frame.Moved at least MotionShare), the
 // source's own otherwise. When the recording ends and
@@ -143,10 +144,25 @@ func (r Recording) Start(Env) (func() (Change, bool), error) {
 			c := Change{At: at, Regions: regions, Complexity: DetailComplexity(f.Detail)}
 			if k := RecordedKind(f, r.Recording.Meta); k != SourceRecording {
 				c.Kind = k
+			} else {
+				c.Fill = RecordedFill(f, r.Recording.Meta)
 			}
 			return c, true
 		}
 	}, nil
+}
+
+// RecordedFill is the share of a recorded frame's damaged pixels that
+// changed (Frame.Changed over Frame.DamagedShare, at most 1): the Fill of
+// its change. Moving content is not weighed so: its kinds' costs are per
+// damaged area carried, fitted so (the content costs of the encoder's
+// presets).
+func RecordedFill(f *recording.Frame, m recording.Meta) float64 {
+	damaged := f.DamagedShare(m)
+	if !(damaged > 0) {
+		return 1
+	}
+	return min(f.Changed/damaged, 1)
 }
 
 // RecordedKind is the kind the screen model gives a recorded frame's

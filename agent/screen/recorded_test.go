@@ -86,6 +86,11 @@ func TestRecordingChanges(t *testing.T) {
 	require.Equal(t, 1.0, c1, "a checkerboard is beyond the painter's noisiest picture")
 	require.Greater(t, c0, 0.0)
 	require.Less(t, c0, c1)
+	// Every pixel of the box changes; a quarter of the two boxes' do
+	// (every fourth column): 10x20 and 3x10 of 40x20 and 10x10 pixels.
+	f1, f3 := RecordedFill(&rec.Frames[1], rec.Meta), RecordedFill(&rec.Frames[3], rec.Meta)
+	require.Equal(t, 1.0, f1)
+	require.InDelta(t, 230.0/900, f3, 1e-12)
 
 	t.Run("loop", func(t *testing.T) {
 		// The frame redrawn unchanged at 200 ms is no change; at the end
@@ -93,19 +98,19 @@ func TestRecordingChanges(t *testing.T) {
 		// screen.
 		require.Equal(t, []Change{
 			{At: 0, Regions: whole, Complexity: c0},
-			{At: 100 * time.Millisecond, Regions: box, Complexity: c1},
-			{At: 500 * time.Millisecond, Regions: two, Complexity: c3},
+			{At: 100 * time.Millisecond, Regions: box, Complexity: c1, Fill: f1},
+			{At: 500 * time.Millisecond, Regions: two, Complexity: c3, Fill: f3},
 			{At: span, Regions: whole, Complexity: c0},
-			{At: span + 100*time.Millisecond, Regions: box, Complexity: c1},
-			{At: span + 500*time.Millisecond, Regions: two, Complexity: c3},
+			{At: span + 100*time.Millisecond, Regions: box, Complexity: c1, Fill: f1},
+			{At: span + 500*time.Millisecond, Regions: two, Complexity: c3, Fill: f3},
 			{At: 2 * span, Regions: whole, Complexity: c0},
 		}, changes(t, Recording{Recording: rec}, 2*span))
 	})
 	t.Run("once", func(t *testing.T) {
 		require.Equal(t, []Change{
 			{At: 0, Regions: whole, Complexity: c0},
-			{At: 100 * time.Millisecond, Regions: box, Complexity: c1},
-			{At: 500 * time.Millisecond, Regions: two, Complexity: c3},
+			{At: 100 * time.Millisecond, Regions: box, Complexity: c1, Fill: f1},
+			{At: 500 * time.Millisecond, Regions: two, Complexity: c3, Fill: f3},
 		}, changes(t, Recording{Recording: rec, Once: true}, time.Hour))
 	})
 	t.Run("offset", func(t *testing.T) {
@@ -114,9 +119,9 @@ func TestRecordingChanges(t *testing.T) {
 		// the recording from its start.
 		got := changes(t, Recording{Recording: rec, Offset: 150 * time.Millisecond}, span)
 		require.Len(t, got, 4)
-		require.Equal(t, Change{At: 350 * time.Millisecond, Regions: two, Complexity: c3}, got[1])
+		require.Equal(t, Change{At: 350 * time.Millisecond, Regions: two, Complexity: c3, Fill: f3}, got[1])
 		require.Equal(t, Change{At: span - 150*time.Millisecond, Regions: whole, Complexity: c0}, got[2])
-		require.Equal(t, Change{At: span - 50*time.Millisecond, Regions: box, Complexity: c1}, got[3])
+		require.Equal(t, Change{At: span - 50*time.Millisecond, Regions: box, Complexity: c1, Fill: f1}, got[3])
 		require.Equal(t, whole, got[0].Regions)
 		require.Zero(t, got[0].At)
 		// The box covers 32x18 of 160x90 pixels: 11x7 of the 48x27 cells

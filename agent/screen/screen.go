@@ -67,6 +67,12 @@ type Delta struct {
 	// Complexity is the area-weighted detail of the changed regions as they
 	// are in version To (0 when nothing changed).
 	Complexity float64
+	// Fill is the area-weighted share of the changed regions' pixels that
+	// changed (Change.Fill): 1 wherever the sources changed every pixel
+	// they named, as the painted ones do; below it where a recorded
+	// frame's damage covered pixels drawn again the same, which an inter
+	// frame codes for next to nothing.
+	Fill float64
 	// Kinds breaks Changed down by the kind of source that made each
 	// changed cell as it is in version To (Region.Source: "animation",
 	// "typing", SourceDesktop, ...), in the order met walking back from
@@ -90,6 +96,8 @@ type KindChange struct {
 	Changed float64
 	// Complexity is the area-weighted detail of that part.
 	Complexity float64
+	// Fill is that part's Delta.Fill.
+	Fill float64
 }
 
 // Screen is what a capturer sees. Instants are counted from the session
@@ -266,6 +274,9 @@ func (m *Model) pull() (time.Duration, []part, bool) {
 		for _, r := range c.Regions {
 			if p := newPart(r, c.Complexity); p.r.cells() > 0 {
 				p.source, p.phase = kind, m.cur
+				if c.Fill > 0 && c.Fill < 1 {
+					p.fill = c.Fill
+				}
 				parts = append(parts, p)
 			}
 		}
@@ -424,35 +435,38 @@ func (m *Model) Since(prev uint64, t time.Duration) (Image, Delta) {
 	if prev >= img.Version {
 		return img, d
 	}
-	var u detail
+	var u, fill detail
 	var kinds [MaxDeltaKinds]kindDetail
 	un := cellUnion{b: &m.scratch}
 	for v := img.Version; v > prev && u.cells < nCells; v-- {
-		m.unionKinds(&un, m.events[v-1].parts, &u, &kinds)
+		m.unionKinds(&un, m.events[v-1].parts, &u, &fill, &kinds)
 	}
 	d.Changed = float64(u.cells) / nCells
-	d.Complexity = u.mean()
+	d.Complexity, d.Fill = u.mean(), fill.mean()
 	for i, k := range kinds {
 		if k.kind != "" {
-			d.Kinds[i] = KindChange{Kind: k.kind, Changed: float64(k.d.cells) / nCells, Complexity: k.d.mean()}
+			d.Kinds[i] = KindChange{Kind: k.kind, Changed: float64(k.d.cells) / nCells, Complexity: k.d.mean(), Fill: k.fill.mean()}
 		}
 	}
 	return img, d
 }
 
-// kindDetail is the detail of one kind of source's cells in a union.
+// kindDetail is the detail of one kind of source's cells in a union, and
+// their fill (part.fill, averaged as detail is).
 type kindDetail struct {
-	kind string
-	d    detail
+	kind    string
+	d, fill detail
 }
 
-// unionKinds is union, with the new cells also counted by their source's
-// kind in kinds (the first kinds met; later kinds only in d).
-func (m *Model) unionKinds(un *cellUnion, parts []part, d *detail, kinds *[MaxDeltaKinds]kindDetail) {
+// unionKinds is union, with the new cells' fill summed in fill and the new
+// cells also counted by their source's kind in kinds (the first kinds
+// met; later kinds only in d and fill).
+func (m *Model) unionKinds(un *cellUnion, parts []part, d, fill *detail, kinds *[MaxDeltaKinds]kindDetail) {
 	for i := len(parts) - 1; i >= 0; i-- {
 		p := &parts[i]
 		n := un.cover(p, d)
 		d.add(n, p.complexity)
+		fill.add(n, p.fill)
 		if n == 0 {
 			continue
 		}
@@ -462,6 +476,7 @@ func (m *Model) unionKinds(un *cellUnion, parts []part, d *detail, kinds *[MaxDe
 			}
 			if kinds[k].kind == p.source {
 				kinds[k].d.add(n, p.complexity)
+				kinds[k].fill.add(n, p.fill)
 				break
 			}
 		}

@@ -51,8 +51,8 @@ func TestFirstImageIsTheDesktop(t *testing.T) {
 	require.Equal(t, Image{}, m.Latest(-time.Nanosecond))
 	img, d := m.Since(0, 0)
 	require.Equal(t, Image{Version: 1, At: 0, Changed: 1, Complexity: DefaultDesktop, Whole: DefaultDesktop}, img)
-	require.Equal(t, Delta{From: 0, To: 1, Changed: 1, Complexity: DefaultDesktop,
-		Kinds: [MaxDeltaKinds]KindChange{{Kind: SourceDesktop, Changed: 1, Complexity: DefaultDesktop}}}, d)
+	require.Equal(t, Delta{From: 0, To: 1, Changed: 1, Complexity: DefaultDesktop, Fill: 1,
+		Kinds: [MaxDeltaKinds]KindChange{{Kind: SourceDesktop, Changed: 1, Complexity: DefaultDesktop, Fill: 1}}}, d)
 	// A still desktop never changes again.
 	require.Equal(t, img, m.Latest(time.Hour))
 	_, ok := m.Next(0)
@@ -82,7 +82,7 @@ func TestDeltaByKind(t *testing.T) {
 	require.Empty(t, d.Kinds[3].Kind)
 	// After the first image and before the script, only the video changes.
 	_, d = m.Since(1, 500*time.Millisecond)
-	require.Equal(t, KindChange{Kind: "video", Changed: video, Complexity: DefaultVideoComplexity}, d.Kinds[0])
+	require.Equal(t, KindChange{Kind: "video", Changed: video, Complexity: DefaultVideoComplexity, Fill: 1}, d.Kinds[0])
 	require.Empty(t, d.Kinds[1].Kind)
 
 	// Two changes at one refresh are one version, the later painted over
@@ -97,9 +97,36 @@ func TestDeltaByKind(t *testing.T) {
 	require.Equal(t, uint64(2), img.Version, "one version, at the refresh of 116.7 ms")
 	nBig, nSmall := float64(toCells(big).cells()), float64(toCells(small).cells())
 	require.InDelta(t, (nSmall*0.9+(nBig-nSmall)*0.2)/nBig, d.Complexity, 1e-12)
-	require.Equal(t, KindChange{Kind: "video", Changed: nSmall / nCells, Complexity: 0.9}, d.Kinds[0])
+	require.Equal(t, KindChange{Kind: "video", Changed: nSmall / nCells, Complexity: 0.9, Fill: 1}, d.Kinds[0])
 	require.Equal(t, "script", d.Kinds[1].Kind)
 	require.InDelta(t, (nBig-nSmall)/nCells, d.Kinds[1].Changed, 1e-12)
+}
+
+// TestDeltaFill checks a change whose pixels change only in part
+// (Change.Fill, a recorded frame's damage) keeps its detail for the screen
+// and a keyframe, and gives its fill to the delta, area-weighted as detail
+// is, the newest change of a cell counting; the painted sources' fill is 1.
+func TestDeltaFill(t *testing.T) {
+	left, right := Rect{0, 0, 0.5, 1}, Rect{0.5, 0, 0.5, 1}
+	m := mustNew(t, 1, Config{Timeline: []Phase{{Source: Script{Changes: []Change{
+		{At: 100 * time.Millisecond, Regions: []Rect{left}, Complexity: 0.8, Fill: 0.25},
+		{At: 200 * time.Millisecond, Regions: []Rect{right}, Complexity: 0.4},
+		{At: 300 * time.Millisecond, Regions: []Rect{left}, Complexity: 0.6, Fill: 0.5},
+	}}}}})
+	img, d := m.Since(1, 150*time.Millisecond)
+	require.Equal(t, 0.8, img.Complexity)
+	require.Equal(t, 0.8, d.Complexity)
+	require.Equal(t, 0.25, d.Fill)
+	require.Equal(t, KindChange{Kind: "script", Changed: 0.5, Complexity: 0.8, Fill: 0.25}, d.Kinds[0])
+	_, d = m.Since(2, 250*time.Millisecond)
+	require.Equal(t, 1.0, d.Fill, "no fill given: every pixel")
+	// The left half changed twice: its newest change (0.6 at half) counts.
+	img, d = m.Since(1, 350*time.Millisecond)
+	require.Equal(t, 1.0, d.Changed)
+	require.InDelta(t, (0.6+0.4)/2, d.Complexity, 1e-12)
+	require.InDelta(t, (0.5+1)/2, d.Fill, 1e-12)
+	require.InDelta(t, (0.5+1)/2, d.Kinds[0].Fill, 1e-12)
+	require.InDelta(t, (0.6+0.4)/2, img.Whole, 1e-12, "the screen keeps the detail")
 }
 
 func TestAnimationChangesTheWholeScreenAtEveryRefresh(t *testing.T) {

@@ -44,6 +44,12 @@ type Change struct {
 	// the frame before explains is SourceRecordingMotion. Empty means the
 	// source's kind.
 	Kind string
+	// Fill is the share of the regions' pixels whose content changes, 0 to
+	// 1; zero means all of them. A recorded frame's damage covers pixels
+	// drawn again the same (a 3D scene's window is damaged whole at every
+	// frame while a few per cent of it change), which an inter frame
+	// codes for next to nothing (Delta.Fill).
+	Fill float64
 }
 
 // Rect is a region of the screen in fractions of its width and height:

@@ -87,19 +87,24 @@ type Params struct {
 	// SkipBuffer as encoder.Config has it: zero the default threshold,
 	// negative a rate control that never skips.
 	SkipBuffer time.Duration
+	// FillExponent as encoder.Config has it: how much the share of a
+	// recorded change's pixels that changed weighs its detail.
+	FillExponent float64
 }
 
 // Apply returns cfg with p's values.
 func (p Params) Apply(cfg encoder.Config) encoder.Config {
 	cfg.FullScreenBits, cfg.KeyframeFactor, cfg.MinFrameBytes = p.FullScreenBits, p.KeyframeFactor, p.MinFrameBytes
 	cfg.FirstKeyframeBits, cfg.Content, cfg.SkipBuffer = p.FirstKeyframeBits, p.Content, p.SkipBuffer
+	cfg.FillExponent = p.FillExponent
 	return cfg
 }
 
 // Of reads cfg's parameters, defaults filled in.
 func Of(cfg encoder.Config) Params {
 	p := Params{FullScreenBits: cfg.FullScreenBits, KeyframeFactor: cfg.KeyframeFactor, MinFrameBytes: cfg.MinFrameBytes,
-		FirstKeyframeBits: cfg.FirstKeyframeBits, Content: slices.Clone(cfg.Content), SkipBuffer: cfg.SkipBuffer}
+		FirstKeyframeBits: cfg.FirstKeyframeBits, Content: slices.Clone(cfg.Content), SkipBuffer: cfg.SkipBuffer,
+		FillExponent: cfg.FillExponent}
 	if p.FullScreenBits == 0 {
 		p.FullScreenBits = encoder.DefaultFullScreenBits
 	}
@@ -180,6 +185,10 @@ type Grid struct {
 	// grid leaves it alone; a calibration against OpenH264 with skipping
 	// off (Options.NoSkip) tries the model without skipping too.
 	SkipBuffer []time.Duration
+	// FillExponent are the weights of a recorded change's fill tried
+	// (encoder.Config.FillExponent); nil keeps the base's. Only recorded
+	// content has a fill below 1, so only its cases see it.
+	FillExponent []float64
 }
 
 // DefaultGrid spans the model's plausible range: whole-screen needs from
@@ -198,6 +207,7 @@ var DefaultGrid = Grid{
 	MotionBits:        []float64{0, 8e3, 10e3, 12e3, 14e3, 16e3, 20e3, 24e3, 28e3, 32e3, 40e3, 48e3, 56e3, 64e3, 80e3, 96e3, 128e3, 192e3, 256e3, 384e3, 512e3, 1e6},
 	KindMinFrameBytes: []int{0, -1, 300, 600, 1200, 2500, 5000, 10000, 20000, 30000, 40000, 60000, 80000, 120000, 160000, 240000},
 	KeyframeBits:      []float64{0, 0.25e6, 0.35e6, 0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6, 8e6, 11e6, 16e6},
+	FillExponent:      []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1},
 }
 
 // Errors is how far a model's summaries are from the reference's in one
@@ -313,6 +323,9 @@ func Fit(cases []Case, ref []Summary, base encoder.Config, grid Grid, warmup tim
 		}
 		if err == nil {
 			err = tryEach(grid.MinFrameBytes, &best, func(p *Params, v int) { p.MinFrameBytes = v }, try)
+		}
+		if err == nil {
+			err = tryEach(grid.FillExponent, &best, func(p *Params, v float64) { p.FillExponent = v }, try)
 		}
 		if err != nil {
 			return Params{}, 0, err

@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/agent/codec"
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/screen"
+	"github.com/nuvirahub/latencylab/agent/screen/recording"
 	"github.com/nuvirahub/latencylab/agent/screen/recording/recordingtest"
 )
 
@@ -166,22 +168,72 @@ func TestFitRecoversRecordedMotion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		want := Params{FullScreenBits: 2e6, KeyframeFactor: 2, MinFrameBytes: 500,
 			Content: []encoder.ContentCost{{Kind: screen.SourceRecordingMotion, MotionBits: 64e3}}}
-		var cases []Case
-		for _, bps := range []int{100_000, 1_000_000, 8_000_000} {
-			cases = append(cases, Case{Kind: screen.SourceRecording, Recording: rec, Bitrate: bps, Length: rec.Duration()})
-		}
+		cases := recordedCases(rec)
 		require.Equal(t, []string{screen.SourceRecording, screen.SourceRecordingMotion}, kindsOf(cases))
-		ref, err := ModelSummaries(cases, want.Apply(bareModel), 0)
-		require.NoError(t, err)
 		start := want
 		start.Content = nil
-		grid := Grid{MotionBits: []float64{0, 16e3, 64e3, 256e3}, KindMinFrameBytes: []int{0, 1200, 5000}}
-		got, loss, err := Fit(cases, ref, start.Apply(bareModel), grid, 0)
-		require.NoError(t, err)
-		require.Equal(t, want, got)
-		require.Zero(t, loss)
-		sums, err := ModelSummaries(cases, start.Apply(bareModel), 0)
-		require.NoError(t, err)
-		require.Greater(t, Loss(sums, ref), 0.01)
+		refits(t, cases, want, start, Grid{MotionBits: []float64{0, 16e3, 64e3, 256e3}, KindMinFrameBytes: []int{0, 1200, 5000}})
+	})
+}
+
+// recordedCases are a recording's cases at 0.1, 1 and 8 Mbit/s, over all
+// of it.
+func recordedCases(rec *recording.Recording) []Case {
+	var cases []Case
+	for _, bps := range []int{100_000, 1_000_000, 8_000_000} {
+		cases = append(cases, Case{Kind: screen.SourceRecording, Recording: rec, Bitrate: bps, Length: rec.Duration()})
+	}
+	return cases
+}
+
+// refits checks that the fit over grid, from start, finds want, the
+// parameters the reference was made with, exactly, and that start is
+// measurably off.
+func refits(t *testing.T, cases []Case, want, start Params, grid Grid) {
+	t.Helper()
+	ref, err := ModelSummaries(cases, want.Apply(bareModel), 0)
+	require.NoError(t, err)
+	got, loss, err := Fit(cases, ref, start.Apply(bareModel), grid, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Zero(t, loss)
+	sums, err := ModelSummaries(cases, start.Apply(bareModel), 0)
+	require.NoError(t, err)
+	require.Greater(t, Loss(sums, ref), 0.01)
+}
+
+// TestFitRecoversFillExponent: on a recording whose damage is a large box
+// of which a small patch changes each frame (a fill of about a tenth), the
+// fit finds the exponent a synthetic encoder weighs the fill by; ignoring
+// the fill the model is measurably off.
+func TestFitRecoversFillExponent(t *testing.T) {
+	const w, h = 320, 180
+	rec := recordingtest.Write(t, filepath.Join(t.TempDir(), "patch.labrec"), recording.Meta{Width: w, Height: h, Refresh: 60, Kind: "test"},
+		func(add recordingtest.Add) {
+			f := codec.NewFrame(w, h)
+			for i := range f.Pix {
+				f.Pix[i] = uint32(i*2654435761) & 0xFFFFFF // detail everywhere
+			}
+			add(0, f, nil)
+			box := codec.Rect{X: 40, Y: 20, W: 160, H: 90}
+			for i := range 30 {
+				g := f.Clone()
+				// A 40x36 patch of the box changes: a tenth of it.
+				for y := box.Y + 2*(i%10); y < box.Y+2*(i%10)+36; y++ {
+					for x := box.X + 4*(i%10); x < box.X+4*(i%10)+40; x++ {
+						g.Pix[y*w+x] ^= 0x5A5A5A
+					}
+				}
+				add(time.Duration(i+1)*100*time.Millisecond, g, []codec.Rect{box})
+				f = g
+			}
+		})
+	fill := screen.RecordedFill(&rec.Frames[3], rec.Meta)
+	require.InDelta(t, 0.1, fill, 0.001)
+	synctest.Test(t, func(t *testing.T) {
+		want := Params{FullScreenBits: 2e6, KeyframeFactor: 2, MinFrameBytes: 500, FillExponent: 0.5}
+		start := want
+		start.FillExponent = 0
+		refits(t, recordedCases(rec), want, start, Grid{FillExponent: []float64{0, 0.25, 0.5, 1}})
 	})
 }

@@ -120,7 +120,8 @@ func CompareRecorded(recs []*recording.Recording, bitrates []int, length time.Du
 	cmp.Params[ModelRefit] = refit
 	// The recorded kind's cost alone, from the preset: the shared
 	// parameters' grids left out, so they keep the painter's calibration.
-	kindOnly := Grid{MotionBits: grid.MotionBits, KindMinFrameBytes: grid.KindMinFrameBytes, KeyframeBits: grid.KeyframeBits}
+	kindOnly := Grid{MotionBits: grid.MotionBits, KindMinFrameBytes: grid.KindMinFrameBytes, KeyframeBits: grid.KeyframeBits,
+		FillExponent: grid.FillExponent}
 	fitted, _, err := Fit(cmp.Cases, cmp.Real, painted.Apply(preset), kindOnly, RecordedWarmup)
 	if err != nil {
 		return nil, err
@@ -128,7 +129,9 @@ func CompareRecorded(recs []*recording.Recording, bitrates []int, length time.Du
 	// Only the recorded kinds' costs are taken: the fit may also have let
 	// the painted kinds' keyframes follow the shared one, which no
 	// recorded case can see, and those stay the preset's.
-	cmp.Params[ModelRecorded] = painted
+	recorded := painted
+	recorded.FillExponent = fitted.FillExponent
+	cmp.Params[ModelRecorded] = recorded
 	for _, kind := range RecordedKinds {
 		if c, ok := fitted.cost(kind); ok {
 			cmp.Params[ModelRecorded] = cmp.Params[ModelRecorded].withCost(c)
@@ -272,15 +275,15 @@ func (r *RecordedComparison) SentTable() string {
 // Markdown.
 func (r *RecordedComparison) ParamsTable() string {
 	var b strings.Builder
-	b.WriteString("| model | whole screen, Mbit | keyframe factor | smallest frame | first keyframe, Mbit | content costs | loss |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| model | whole screen, Mbit | keyframe factor | smallest frame | first keyframe, Mbit | fill exponent | content costs | loss |\n|---|---|---|---|---|---|---|---|\n")
 	for _, name := range RecordedModels {
 		p := r.Params[name]
 		var costs []string
 		for _, c := range p.Content {
 			costs = append(costs, fmt.Sprintf("%s: motion %.0f kbit, smallest %d B, keyframe %.2g Mbit", c.Kind, c.MotionBits/1e3, c.MinFrameBytes, c.KeyframeBits/1e6))
 		}
-		fmt.Fprintf(&b, "| %s | %.2g | %.2g | %d B | %.2g | %s | %.3f |\n", name, p.FullScreenBits/1e6, p.KeyframeFactor,
-			p.MinFrameBytes, p.FirstKeyframeBits/1e6, strings.Join(costs, "; "), r.Loss[name])
+		fmt.Fprintf(&b, "| %s | %.2g | %.2g | %d B | %.2g | %g | %s | %.3f |\n", name, p.FullScreenBits/1e6, p.KeyframeFactor,
+			p.MinFrameBytes, p.FirstKeyframeBits/1e6, p.FillExponent, strings.Join(costs, "; "), r.Loss[name])
 	}
 	return b.String()
 }
