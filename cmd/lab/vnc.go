@@ -28,8 +28,12 @@ crosses the scenario's links (the kernel mode, as lab shell), draws the
 screen's timeline on the server's X display with a marker in each version,
 and measures each version's update latency: from the instant the X server
 had drawn it to the instant the client had decoded the update showing it,
-both on this machine's clock. The result is written in the lab's format
-(NAME-SERVER-ENCODING-seedN.json under -out), for lab report.
+both on this machine's clock. With -viewer vncviewer, TigerVNC's viewer
+runs in the namespace instead, on an X display of its own, and the latency
+runs to the instant that display shows the version's marker: glass to
+glass (docs/desktops.md). The result is written in the lab's format
+(NAME-SERVER-ENCODING-seedN.json, or NAME-SERVER-VIEWER-seedN.json, under
+-out), for lab report.
 
 It needs root (namespaces and TUN devices), and the servers:
   ` + vnc.InstallHint + `
@@ -41,10 +45,10 @@ flags:
 
 // vncFlags are lab vnc's settings.
 type vncFlags struct {
-	scenario, server, encoding, screen, out, size string
-	seed                                          uint64
-	duration, drain                               time.Duration
-	verbose                                       bool
+	scenario, server, encoding, screen, out, size, viewer string
+	seed                                                  uint64
+	duration, drain, delay, watchEvery                    time.Duration
+	verbose                                               bool
 }
 
 func parseVNC(args []string, out io.Writer) (vncFlags, error) {
@@ -54,7 +58,10 @@ func parseVNC(args []string, out io.Writer) (vncFlags, error) {
 	fs.Usage = func() { fmt.Fprint(out, vncUsage); fs.PrintDefaults() }
 	fs.StringVar(&f.scenario, "scenario", "", "a scenario of the library by name, or a scenario file: its network is what the client's connection crosses")
 	fs.StringVar(&f.server, "server", vnc.X11vnc, "the VNC server: "+strings.Join(vnc.Servers, " or "))
-	fs.StringVar(&f.encoding, "encoding", "zrle", "the encoding the client asks for: zrle, hextile or raw (CopyRect and Raw are understood too)")
+	fs.StringVar(&f.encoding, "encoding", "zrle", "the encoding the lab's client asks for: zrle, hextile or raw (CopyRect and Raw are understood too); a real viewer chooses its own")
+	fs.StringVar(&f.viewer, "viewer", vnc.ViewerLab, "what shows the server's screen: "+vnc.ViewerLab+" (the lab's RFB client: update latency, as it decodes), "+vnc.ViewerTigerVNC+" (TigerVNC's viewer on a display of its own, whose markers are read there: glass to glass), or "+vnc.ViewerDelay+" (the method's check: the lab's own viewer presenting each version -delay after it was drawn)")
+	fs.DurationVar(&f.delay, "delay", 0, "the "+vnc.ViewerDelay+" viewer's delay")
+	fs.DurationVar(&f.watchEvery, "watch-every", vnc.DefaultWatchEvery, "how often a glass-to-glass run reads the marker on the viewer's display")
 	fs.StringVar(&f.screen, "screen", vnc.DefaultScreen, "the screen's timeline: "+strings.Join(screendrive.Timelines, ", ")+" (mix: typing, scrolling, a video in a corner, an animation and a still screen, a fifth of the run each), or "+vnc.ScenarioScreen+": the scenario's own screen section")
 	fs.StringVar(&f.size, "size", fmt.Sprintf("%dx%d", vnc.DefaultWidth, vnc.DefaultHeight), "the X display's size, WIDTHxHEIGHT")
 	fs.Uint64Var(&f.seed, "seed", 0, "the screen's seed (0: the scenario's)")
@@ -116,6 +123,9 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, starte
 	if err := vnc.Check(f.server); err != nil {
 		return "", err
 	}
+	if err := vnc.CheckViewer(f.viewer); err != nil {
+		return "", err
+	}
 	if err := vncAvailable(); err != nil {
 		return "", fmt.Errorf("vnc: %w", err)
 	}
@@ -128,8 +138,8 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, starte
 		logw = stderr
 	}
 	fmt.Fprintf(stderr, "lab vnc: %s (%s) through %s, %q screen %dx%d for %v\n", f.server, f.encoding, sc.Name, f.screen, w, h, f.duration)
-	r, err := vnc.Run(ctx, vnc.Config{Scenario: sc, Server: f.server, Encoding: enc, Seed: f.seed, Duration: f.duration,
-		Screen: f.screen, Width: w, Height: h, Drain: f.drain, Log: logw, Started: started})
+	r, err := vnc.Run(ctx, vnc.Config{Scenario: sc, Server: f.server, Encoding: enc, Viewer: f.viewer, Delay: f.delay, WatchEvery: f.watchEvery,
+		Seed: f.seed, Duration: f.duration, Screen: f.screen, Width: w, Height: h, Drain: f.drain, Log: logw, Started: started})
 	if err != nil {
 		return "", err
 	}
@@ -141,8 +151,12 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, starte
 		return "", fmt.Errorf("vnc: %w", err)
 	}
 	s := r.Summary
-	fmt.Fprintf(stdout, "%s through %s: %d of %d versions shown, update latency median %v, p95 %v (first update %v); %.2f MB from the server\n",
-		r.Encoder, sc.Name, s.Displayed, s.Frames, s.Latency.Median.Round(100*time.Microsecond), s.Latency.P95.Round(100*time.Microsecond),
+	what := "update latency"
+	if f.viewer != vnc.ViewerLab {
+		what = "glass-to-glass latency"
+	}
+	fmt.Fprintf(stdout, "%s through %s: %d of %d versions shown, %s median %v, p95 %v (first update %v); %.2f MB from the server\n",
+		r.Encoder, sc.Name, s.Displayed, s.Frames, what, s.Latency.Median.Round(100*time.Microsecond), s.Latency.P95.Round(100*time.Microsecond),
 		r.Handshake.Round(time.Millisecond), float64(r.Links.Down.DeliveredBytes)/1e6)
 	if r.Interrupted != "" {
 		fmt.Fprintf(stdout, "interrupted: %s\n", r.Interrupted)

@@ -14,7 +14,7 @@ import (
 func TestParseVNC(t *testing.T) {
 	f, err := parseVNC([]string{"-scenario", "lan-animation", "-server", "xvnc", "-encoding", "hextile", "-duration", "3s", "-seed", "7"}, io.Discard)
 	require.NoError(t, err)
-	require.Equal(t, vncFlags{scenario: "lan-animation", server: "xvnc", encoding: "hextile", screen: "mix", out: "out/vnc", size: "640x360",
+	require.Equal(t, vncFlags{scenario: "lan-animation", server: "xvnc", encoding: "hextile", screen: "mix", out: "out/vnc", size: "640x360", viewer: vnc.ViewerLab, watchEvery: vnc.DefaultWatchEvery,
 		seed: 7, duration: 3 * time.Second, drain: vnc.DefaultDrain}, f)
 	_, err = parseVNC(nil, io.Discard)
 	require.EqualError(t, err, "vnc: -scenario is required: a library name like lan-animation, or a .yaml file")

@@ -32,6 +32,31 @@ func EncoderName(server string, encoding int32) string {
 	return server + "-" + rfb.EncodingName(encoding)
 }
 
+// runName is the result's encoder for a run: EncoderName with the lab's
+// client, the server and the viewer otherwise ("xvnc-vncviewer"), which
+// chooses its own encoding.
+func runName(cfg Config) string {
+	if cfg.Viewer == ViewerLab {
+		return EncoderName(cfg.Server, cfg.Encoding)
+	}
+	return cfg.Server + "-" + cfg.Viewer
+}
+
+// describe is the result's description of what was measured.
+func describe(cfg Config, o *observed) string {
+	sc := cfg.Scenario
+	if cfg.Viewer == ViewerLab {
+		return fmt.Sprintf("%s (%s) on a %dx%d X display showing the %q screen, measured through the network of scenario %s",
+			cfg.Server, rfb.EncodingName(cfg.Encoding), cfg.Width, cfg.Height, cfg.Screen, sc.Name)
+	}
+	what := "viewer " + cfg.Viewer
+	if cfg.Viewer == ViewerDelay {
+		what = fmt.Sprintf("the lab's own viewer presenting each version %v after it was drawn (the method's check)", cfg.Delay)
+	}
+	return fmt.Sprintf("%s on a %dx%d X display showing the %q screen, through %s on a display of its own, glass to glass through the network of scenario %s; the viewer's display read every %v (%d reads, %d unreadable, the largest bound of a sighting's lateness %v)",
+		cfg.Server, cfg.Width, cfg.Height, cfg.Screen, what, sc.Name, cfg.WatchEvery, o.watch.Reads, o.watch.Unreadable, o.errorBound.Round(10*time.Microsecond))
+}
+
 // record turns what a session saw into a result. Time zero is when the
 // timeline started, once the client showed the desktop (version 1): the
 // warm-up before it is the result's Handshake, as a session's connection
@@ -40,11 +65,10 @@ func EncoderName(server string, encoding int32) string {
 func record(cfg Config, o *observed, samples []linkSample, interrupted string) *result.Run {
 	sc := cfg.Scenario
 	r := &result.Run{
-		Schema:   result.Version,
-		Scenario: sc.Name,
-		File:     sc.File,
-		Description: fmt.Sprintf("%s (%s) on a %dx%d X display showing the %q screen, measured through the network of scenario %s",
-			cfg.Server, rfb.EncodingName(cfg.Encoding), cfg.Width, cfg.Height, cfg.Screen, sc.Name),
+		Schema:          result.Version,
+		Scenario:        sc.Name,
+		File:            sc.File,
+		Description:     describe(cfg, o),
 		Groups:          []string{"vnc"},
 		Seed:            cfg.Seed,
 		Duration:        cfg.Duration,
@@ -54,7 +78,7 @@ func record(cfg Config, o *observed, samples []linkSample, interrupted string) *
 		Refresh:         screendrive.Refresh,
 		FreezeThreshold: result.FreezeAfter(screendrive.Refresh),
 		SampleEvery:     result.DefaultSampleEvery,
-		Encoder:         EncoderName(cfg.Server, cfg.Encoding),
+		Encoder:         runName(cfg),
 		Probe:           []result.ProbeAttempt{},
 		Network:         result.NetworkInfo{Up: phaseInfo(sc.Network.Up), Down: phaseInfo(sc.Network.Down)},
 		Frames:          []result.FrameRecord{},

@@ -27,3 +27,15 @@ func requireVNC(t *testing.T, kernelMode bool, servers ...string) {
 		}
 	}
 }
+
+// requireViewer skips the test unless the viewer's programs are installed;
+// LAB_REQUIRE_VNC=1 (CI) makes their absence a failure instead.
+func requireViewer(t *testing.T, viewer string) {
+	t.Helper()
+	if err := CheckViewer(viewer); err != nil {
+		if os.Getenv("LAB_REQUIRE_VNC") == "1" {
+			t.Fatalf("LAB_REQUIRE_VNC=1 but %v", err)
+		}
+		t.Skipf("skipping: %v (set LAB_REQUIRE_VNC=1 to make this a failure)", err)
+	}
+}

@@ -32,8 +32,18 @@ type Config struct {
 	Server string
 	// Encoding is what the client asks for first: rfb.EncodingZRLE (the
 	// default) or rfb.EncodingHextile; CopyRect and Raw are understood as
-	// well.
+	// well. The lab's client's alone: a real viewer chooses its own.
 	Encoding int32
+	// Viewer is what shows the server's screen: ViewerLab (the default,
+	// update latency as the lab's client decodes it), or a viewer on a
+	// display of its own, watched for the markers (glass to glass):
+	// ViewerTigerVNC, or ViewerDelay, the method's check.
+	Viewer string
+	// Delay is ViewerDelay's delay.
+	Delay time.Duration
+	// WatchEvery is how often a glass-to-glass run reads the marker on the
+	// viewer's display (DefaultWatchEvery).
+	WatchEvery time.Duration
 	// Seed seeds the screen; 0 means the scenario's.
 	Seed uint64
 	// Duration is how long the screen changes (DefaultDuration).
@@ -58,6 +68,11 @@ type Config struct {
 	// once the run is over (for tests and tools: the result has the
 	// versions, not the updates).
 	Updates func([]Update)
+	// Presented, when set, is given ViewerDelay's record of when it drew
+	// each version's marker on the viewer's display (from time zero):
+	// after the first instant and before the second, once the run is
+	// over. The truth the method is checked against.
+	Presented func(map[uint64][2]time.Duration)
 }
 
 // Started is a running measurement's server and network.
@@ -76,6 +91,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if _, err := binaries(c.Server); err != nil {
 		return c, err
+	}
+	if c.Viewer == "" {
+		c.Viewer = ViewerLab
+	}
+	if _, err := viewerBinaries(c.Viewer); err != nil {
+		return c, err
+	}
+	if c.Delay != 0 && c.Viewer != ViewerDelay {
+		return c, fmt.Errorf("vnc: a delay is the %s viewer's, not %s's", ViewerDelay, c.Viewer)
+	}
+	if c.Delay < 0 || c.WatchEvery < 0 {
+		return c, fmt.Errorf("vnc: delay %v and watch interval %v must not be negative", c.Delay, c.WatchEvery)
+	}
+	if c.WatchEvery == 0 {
+		c.WatchEvery = DefaultWatchEvery
 	}
 	if c.Encoding == 0 {
 		c.Encoding = rfb.EncodingZRLE

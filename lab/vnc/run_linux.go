@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 )
 
@@ -31,6 +33,9 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 		return nil, err
 	}
 	if err := Check(cfg.Server); err != nil {
+		return nil, err
+	}
+	if err := CheckViewer(cfg.Viewer); err != nil {
 		return nil, err
 	}
 	if err := kernel.Available(); err != nil {
@@ -88,18 +93,22 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 	}()
 	sample()
 	var o *observed
-	var conn net.Conn
-	err = pair.InA(func() error {
-		d := net.Dialer{Timeout: StartTimeout}
-		c, err := d.DialContext(ctx, "tcp", srv.Addr.String())
-		conn = c
-		return err
-	})
-	if err == nil {
-		o, err = session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
-			frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
+	if cfg.Viewer == ViewerLab {
+		var conn net.Conn
+		err = pair.InA(func() error {
+			d := net.Dialer{Timeout: StartTimeout}
+			c, err := d.DialContext(ctx, "tcp", srv.Addr.String())
+			conn = c
+			return err
+		})
+		if err == nil {
+			o, err = session(ctx, sessionConfig{conn: conn, password: srv.Password, encoding: cfg.Encoding, display: srv.Display,
+				frames: frames, duration: cfg.Duration, drain: cfg.Drain, paced: true})
+		} else {
+			err = fmt.Errorf("vnc: connecting from the scenario's network: %w", err)
+		}
 	} else {
-		err = fmt.Errorf("vnc: connecting from the scenario's network: %w", err)
+		o, err = glassRun(ctx, cfg, srv, pair, frames)
 	}
 	close(stopSampling)
 	<-sampled
@@ -110,6 +119,9 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 	if cfg.Updates != nil {
 		cfg.Updates(o.updates)
 	}
+	if cfg.Presented != nil {
+		cfg.Presented(o.presented)
+	}
 	interrupted := ""
 	switch {
 	case err != nil:
@@ -118,4 +130,31 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 		interrupted = fmt.Sprintf("the last change was not shown %v after it was drawn", cfg.Drain)
 	}
 	return record(cfg, o, samples, interrupted), nil
+}
+
+// glassRun is a glass-to-glass session: the viewer on a display of its own
+// on this host, its program in the scenario's namespace, connected to the
+// server across the links.
+func glassRun(ctx context.Context, cfg Config, srv *Server, pair *kernel.Pair, frames *screendrive.Frames) (*observed, error) {
+	vd, err := StartDisplay(ctx, cfg.Width, cfg.Height, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer vd.Close()
+	home, err := os.MkdirTemp("", "lab-viewer-")
+	if err != nil {
+		return nil, fmt.Errorf("vnc: %w", err)
+	}
+	defer os.RemoveAll(home)
+	fmt.Fprintf(cfg.Log, "lab vnc: viewer %s on display %s, its marker read every %v\n", cfg.Viewer, vd.Display, cfg.WatchEvery)
+	start := func() error {
+		cmd, err := pair.CommandA("vncviewer", tigerVNCArgs(srv)...)
+		if err != nil {
+			return fmt.Errorf("vnc: %w", err)
+		}
+		cmd.Env = viewerEnv(vd.Display, home)
+		return vd.startIn(cmd, cfg.Log)
+	}
+	return glassSession(ctx, glassConfig{server: srv, viewer: cfg.Viewer, display: vd, frames: frames,
+		duration: cfg.Duration, drain: cfg.Drain, every: cfg.WatchEvery, delay: cfg.Delay, start: start})
 }

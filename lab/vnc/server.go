@@ -62,16 +62,21 @@ func Check(kind string) error {
 	if err != nil {
 		return err
 	}
+	if missing := missingPrograms(bins); len(missing) > 0 {
+		return fmt.Errorf("%w: %s needs %s, not found on PATH: install with `%s`", ErrMissing, kind, strings.Join(missing, " and "), InstallHint)
+	}
+	return nil
+}
+
+// missingPrograms are those of bins not on PATH.
+func missingPrograms(bins []string) []string {
 	var missing []string
 	for _, b := range bins {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s needs %s, not found on PATH: install with `%s`", ErrMissing, kind, strings.Join(missing, " and "), InstallHint)
-	}
-	return nil
+	return missing
 }
 
 // ServerConfig is a server to start.
@@ -147,7 +152,7 @@ func Start(ctx context.Context, cfg ServerConfig) (_ *Server, err error) {
 		return nil, fmt.Errorf("vnc: %w", err)
 	}
 	s.Password = hex.EncodeToString(pw[:])[:8]
-	pwFile := filepath.Join(dir, "passwd")
+	pwFile := s.PasswordFile()
 	if err := os.WriteFile(pwFile, rfb.PasswordFile(s.Password), 0o600); err != nil {
 		return nil, fmt.Errorf("vnc: %w", err)
 	}
@@ -185,6 +190,31 @@ func Start(ctx context.Context, cfg ServerConfig) (_ *Server, err error) {
 		return nil, fmt.Errorf("vnc: %s is not listening on %v once started (its output, with lab vnc -v, says why)", cfg.Kind, s.Addr)
 	}
 	return s, nil
+}
+
+// StartDisplay starts a bare Xvfb display of w x h at depth 24, with no
+// VNC server: the display a viewer presents on, for a glass-to-glass run.
+// Close stops it.
+func StartDisplay(ctx context.Context, w, h int, log io.Writer) (_ *Server, err error) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		return nil, fmt.Errorf("%w: a viewer's display needs Xvfb, not found on PATH: install with `%s`", ErrMissing, InstallHint)
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	s := &Server{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	// -noreset: an X server resets when its last client leaves, clearing
+	// the screen, and a viewer restarted or a reader reconnecting would
+	// find a blank display, or a connection refused mid-reset.
+	s.Display, err = s.startX(ctx, log, "Xvfb", "", "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-noreset")
+	return s, err
 }
 
 // freePort finds a port free on addr, below the kernel's range of
@@ -383,6 +413,10 @@ func (s *Server) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// PasswordFile is the file holding Password in VNC's format, which a
+// viewer reads (vncviewer -passwd).
+func (s *Server) PasswordFile() string { return filepath.Join(s.dir, "passwd") }
 
 // Pids are the server's processes, for a test that checks they are gone.
 func (s *Server) Pids() []int {

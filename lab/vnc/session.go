@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/codec"
+	"github.com/nuvirahub/latencylab/lab/vnc/glass"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
 	"github.com/nuvirahub/latencylab/lab/vnc/xscreen"
@@ -72,6 +73,14 @@ type observed struct {
 	// drained is false when the client had not shown the last version
 	// drawn when the drain ended.
 	drained bool
+	// errorBound and watch are a glass-to-glass session's: the largest
+	// bound of a sighting's lateness (glass.Sighting.Error) and the
+	// watch's counts.
+	errorBound time.Duration
+	watch      glass.WatchStats
+	// presented is ViewerDelay's: when it had drawn each version's marker
+	// on the viewer's display, from time zero (delayViewer.presented).
+	presented map[uint64][2]time.Duration
 }
 
 // sessionConfig is one session over a connection already made.

@@ -27,14 +27,21 @@ import (
 // Display is a connection to an X display's root window. It is not safe
 // for concurrent use.
 type Display struct {
-	conn  *xgb.Conn
-	root  xproto.Window
-	gc    xproto.Gcontext
-	depth byte
-	w, h  int
+	*Conn
+	gc xproto.Gcontext
 	// maxBytes is the longest request the server takes, in bytes.
 	maxBytes int
 	buf      []byte
+}
+
+// Conn is a connection to an X display of the one pixel format this
+// package speaks, and the display's root window: what Display draws on,
+// and what a reader of the display (lab/vnc/glass) reads.
+type Conn struct {
+	X     *xgb.Conn
+	Root  xproto.Window
+	Depth byte
+	W, H  int
 }
 
 // ErrFormat: the display is not of the one pixel format this package
@@ -47,46 +54,56 @@ var ErrFormat = errors.New("xscreen: unsupported display format")
 // errors anyway.
 var quietXGB sync.Once
 
-// Open connects to display (":1"; "" means $DISPLAY).
-func Open(display string) (_ *Display, err error) {
+// Connect connects to display (":1"; "" means $DISPLAY) and checks its
+// format: depth 24 at 32 bits per pixel, least significant byte first.
+func Connect(display string) (_ *Conn, err error) {
 	quietXGB.Do(func() { xgb.Logger = log.New(io.Discard, "", 0) })
 	conn, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		return nil, fmt.Errorf("xscreen: connecting to %q: %w", display, err)
 	}
-	defer func() {
-		if err != nil {
-			conn.Close()
-		}
-	}()
 	setup := xproto.Setup(conn)
 	scr := setup.DefaultScreen(conn)
-	d := &Display{conn: conn, root: scr.Root, depth: scr.RootDepth, w: int(scr.WidthInPixels), h: int(scr.HeightInPixels),
-		maxBytes: int(setup.MaximumRequestLength) * 4}
 	bpp := 0
 	for _, f := range setup.PixmapFormats {
 		if f.Depth == scr.RootDepth {
 			bpp = int(f.BitsPerPixel)
 		}
 	}
-	if d.depth != 24 || bpp != 32 || setup.ImageByteOrder != xproto.ImageOrderLSBFirst {
+	if scr.RootDepth != 24 || bpp != 32 || setup.ImageByteOrder != xproto.ImageOrderLSBFirst {
+		conn.Close()
 		return nil, fmt.Errorf("%w: %q has depth %d at %d bits per pixel, byte order %d (want 24, 32, LSB first)",
-			ErrFormat, display, d.depth, bpp, setup.ImageByteOrder)
+			ErrFormat, display, scr.RootDepth, bpp, setup.ImageByteOrder)
 	}
-	if d.gc, err = xproto.NewGcontextId(conn); err != nil {
+	return &Conn{X: conn, Root: scr.Root, Depth: scr.RootDepth, W: int(scr.WidthInPixels), H: int(scr.HeightInPixels)}, nil
+}
+
+// Open connects to display (":1"; "" means $DISPLAY), to draw on it.
+func Open(display string) (_ *Display, err error) {
+	c, err := Connect(display)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.X.Close()
+		}
+	}()
+	d := &Display{Conn: c, maxBytes: int(xproto.Setup(c.X).MaximumRequestLength) * 4}
+	if d.gc, err = xproto.NewGcontextId(c.X); err != nil {
 		return nil, fmt.Errorf("xscreen: %w", err)
 	}
-	if err := xproto.CreateGCChecked(conn, d.gc, xproto.Drawable(d.root), 0, nil).Check(); err != nil {
+	if err := xproto.CreateGCChecked(c.X, d.gc, xproto.Drawable(c.Root), 0, nil).Check(); err != nil {
 		return nil, fmt.Errorf("xscreen: creating a graphics context: %w", err)
 	}
 	return d, nil
 }
 
 // Size is the root window's width and height.
-func (d *Display) Size() (w, h int) { return d.w, d.h }
+func (d *Conn) Size() (w, h int) { return d.W, d.H }
 
 // Close ends the connection.
-func (d *Display) Close() { d.conn.Close() }
+func (d *Conn) Close() { d.X.Close() }
 
 // Put draws the rectangles rects of f (a frame of the display's size) at
 // the same places on the root window. The requests are queued: Sync says
@@ -96,16 +113,16 @@ func (d *Display) Close() { d.conn.Close() }
 // requests arrive sees the lab's marker (lab/vnc/screendrive), which sits
 // there, only once everything else is drawn.
 func (d *Display) Put(f *codec.Frame, rects []codec.Rect) error {
-	if f.W != d.w || f.H != d.h {
-		return fmt.Errorf("xscreen: a %dx%d frame on a %dx%d display", f.W, f.H, d.w, d.h)
+	if f.W != d.W || f.H != d.H {
+		return fmt.Errorf("xscreen: a %dx%d frame on a %dx%d display", f.W, f.H, d.W, d.H)
 	}
 	for i := len(rects) - 1; i >= 0; i-- {
 		r := rects[i]
 		if r.W <= 0 || r.H <= 0 {
 			continue
 		}
-		if r.X < 0 || r.Y < 0 || r.X+r.W > d.w || r.Y+r.H > d.h {
-			return fmt.Errorf("xscreen: rectangle %+v outside the %dx%d display", r, d.w, d.h)
+		if r.X < 0 || r.Y < 0 || r.X+r.W > d.W || r.Y+r.H > d.H {
+			return fmt.Errorf("xscreen: rectangle %+v outside the %dx%d display", r, d.W, d.H)
 		}
 		// A PutImage request is a 24-byte header and the rows: as many
 		// rows as fit the server's longest request.
@@ -119,8 +136,8 @@ func (d *Display) Put(f *codec.Frame, rects []codec.Rect) error {
 					d.buf = binary.LittleEndian.AppendUint32(d.buf, p)
 				}
 			}
-			xproto.PutImage(d.conn, xproto.ImageFormatZPixmap, xproto.Drawable(d.root), d.gc,
-				uint16(r.W), uint16(n), int16(r.X), int16(y), 0, d.depth, d.buf)
+			xproto.PutImage(d.X, xproto.ImageFormatZPixmap, xproto.Drawable(d.Root), d.gc,
+				uint16(r.W), uint16(n), int16(r.X), int16(y), 0, d.Depth, d.buf)
 		}
 	}
 	return nil
@@ -130,11 +147,11 @@ func (d *Display) Put(f *codec.Frame, rects []codec.Rect) error {
 // it (a round trip: the server answers in order), and reports the first
 // error any of them caused.
 func (d *Display) Sync() error {
-	if _, err := xproto.GetInputFocus(d.conn).Reply(); err != nil {
+	if _, err := xproto.GetInputFocus(d.X).Reply(); err != nil {
 		return fmt.Errorf("xscreen: sync: %w", err)
 	}
 	for {
-		ev, xerr := d.conn.PollForEvent()
+		ev, xerr := d.X.PollForEvent()
 		if xerr != nil {
 			return fmt.Errorf("xscreen: %v", xerr)
 		}
@@ -147,22 +164,22 @@ func (d *Display) Sync() error {
 // Get reads the root window's pixels: what the X server holds, which is
 // what a VNC server on this display has to send.
 func (d *Display) Get() (*codec.Frame, error) {
-	f := codec.NewFrame(d.w, d.h)
+	f := codec.NewFrame(d.W, d.H)
 	// A reply is not bounded as a request is, but a strip at a time keeps
 	// each one a modest buffer.
-	rows := max(1, (4<<20)/(d.w*4))
-	for y := 0; y < d.h; y += rows {
-		n := min(rows, d.h-y)
-		rep, err := xproto.GetImage(d.conn, xproto.ImageFormatZPixmap, xproto.Drawable(d.root),
-			0, int16(y), uint16(d.w), uint16(n), 0xFFFFFFFF).Reply()
+	rows := max(1, (4<<20)/(d.W*4))
+	for y := 0; y < d.H; y += rows {
+		n := min(rows, d.H-y)
+		rep, err := xproto.GetImage(d.X, xproto.ImageFormatZPixmap, xproto.Drawable(d.Root),
+			0, int16(y), uint16(d.W), uint16(n), 0xFFFFFFFF).Reply()
 		if err != nil {
 			return nil, fmt.Errorf("xscreen: reading the display: %w", err)
 		}
-		if len(rep.Data) < d.w*n*4 {
-			return nil, fmt.Errorf("xscreen: %d bytes for %d rows of %d pixels", len(rep.Data), n, d.w)
+		if len(rep.Data) < d.W*n*4 {
+			return nil, fmt.Errorf("xscreen: %d bytes for %d rows of %d pixels", len(rep.Data), n, d.W)
 		}
-		for i := range d.w * n {
-			f.Pix[y*d.w+i] = binary.LittleEndian.Uint32(rep.Data[i*4:]) & 0x00FFFFFF
+		for i := range d.W * n {
+			f.Pix[y*d.W+i] = binary.LittleEndian.Uint32(rep.Data[i*4:]) & 0x00FFFFFF
 		}
 	}
 	return f, nil
