@@ -31,7 +31,8 @@ commands:
   compare one scenario, a group or the library under two configurations: report, plots, verdict
   ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
   shell   run any program (or a shell) in a namespace behind a scenario's network, TCP and UDP, as root (like mahimahi)
-  vnc     a real VNC server (x11vnc or Xvnc) measured through a scenario's network: update latency per screen change, as root
+  vnc     a real remote desktop (x11vnc, Xvnc, xrdp) measured through a scenario's network, as root: update latency per screen change
+          with the lab's RFB client, or glass to glass through a real viewer (-viewer vncviewer, xfreerdp, novnc); "lab desktop" too
   record  real desktop applications (xterm, Chromium, mpv, ...) under Xvfb, recorded losslessly with their X damage
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
   test    your own scenario files in virtual time, exact: progress, summary, results, report, JUnit XML
@@ -80,7 +81,7 @@ func main() {
 		os.Exit(testMain(os.Args[2:], os.Stdout, os.Stderr)) // 0, 1 or 2: its own statuses
 	case "shell":
 		os.Exit(shellMain(os.Args[2:])) // CMD's status
-	case "vnc":
+	case "vnc", "desktop":
 		err = vncMain(os.Args[2:], os.Stdout, os.Stderr)
 	case "record":
 		err = recordMain(os.Args[2:], os.Stdout, os.Stderr)

@@ -20,6 +20,7 @@ import (
 )
 
 const vncUsage = `usage: lab vnc -scenario NAME|FILE [flags]
+       lab desktop -scenario NAME|FILE [flags] (the same command)
 
 Measures a real VNC server through a scenario's network: starts the server
 on this machine (x11vnc on an Xvfb display, or TigerVNC's Xvnc), runs the
@@ -31,7 +32,8 @@ had drawn it to the instant the client had decoded the update showing it,
 both on this machine's clock. With -viewer vncviewer, TigerVNC's viewer
 runs in the namespace instead, on an X display of its own, and the latency
 runs to the instant that display shows the version's marker: glass to
-glass (docs/desktops.md). The result is written in the lab's format
+glass (docs/desktops.md); likewise FreeRDP's xfreerdp in front of xrdp, and
+noVNC in Chromium through websockify. The result is written in the lab's format
 (NAME-SERVER-ENCODING-seedN.json, or NAME-SERVER-VIEWER-seedN.json, under
 -out), for lab report.
 
@@ -47,7 +49,8 @@ flags:
 type vncFlags struct {
 	scenario, server, encoding, screen, out, size, viewer string
 	seed                                                  uint64
-	duration, drain, delay, watchEvery                    time.Duration
+	presses                                               int
+	duration, drain, delay, watchEvery, pressEvery        time.Duration
 	verbose                                               bool
 }
 
@@ -57,11 +60,13 @@ func parseVNC(args []string, out io.Writer) (vncFlags, error) {
 	fs.SetOutput(out)
 	fs.Usage = func() { fmt.Fprint(out, vncUsage); fs.PrintDefaults() }
 	fs.StringVar(&f.scenario, "scenario", "", "a scenario of the library by name, or a scenario file: its network is what the client's connection crosses")
-	fs.StringVar(&f.server, "server", vnc.X11vnc, "the VNC server: "+strings.Join(vnc.Servers, " or "))
+	fs.StringVar(&f.server, "server", vnc.X11vnc, "the server: "+strings.Join(vnc.Servers, ", ")+" ("+vnc.Xrdp+": RDP in front of an Xvnc desktop, for -viewer "+vnc.ViewerFreeRDP+")")
 	fs.StringVar(&f.encoding, "encoding", "zrle", "the encoding the lab's client asks for: zrle, hextile or raw (CopyRect and Raw are understood too); a real viewer chooses its own")
-	fs.StringVar(&f.viewer, "viewer", vnc.ViewerLab, "what shows the server's screen: "+vnc.ViewerLab+" (the lab's RFB client: update latency, as it decodes), "+vnc.ViewerTigerVNC+" (TigerVNC's viewer on a display of its own, whose markers are read there: glass to glass), or "+vnc.ViewerDelay+" (the method's check: the lab's own viewer presenting each version -delay after it was drawn)")
+	fs.StringVar(&f.viewer, "viewer", vnc.ViewerLab, "what shows the server's screen: "+vnc.ViewerLab+" (the lab's RFB client: update latency, as it decodes); on a display of its own, whose markers are read there (glass to glass), "+vnc.ViewerTigerVNC+" (TigerVNC), "+vnc.ViewerFreeRDP+" (FreeRDP, for "+vnc.Xrdp+"), "+vnc.ViewerNoVNC+" (noVNC in Chromium through websockify), or "+vnc.ViewerDelay+" (the method's check: the lab's own viewer presenting each version -delay after it was drawn)")
 	fs.DurationVar(&f.delay, "delay", 0, "the "+vnc.ViewerDelay+" viewer's delay")
 	fs.DurationVar(&f.watchEvery, "watch-every", vnc.DefaultWatchEvery, "how often a glass-to-glass run reads the marker on the viewer's display")
+	fs.IntVar(&f.presses, "presses", 0, "input to photon: press a key this many times at the real viewer (XTest), each echoed by a marker on the server's display, and time each press to its echo shown (the screen is still otherwise)")
+	fs.DurationVar(&f.pressEvery, "press-every", vnc.DefaultPressEvery, "the mean time between two presses (seeded, from half to one and a half times it)")
 	fs.StringVar(&f.screen, "screen", vnc.DefaultScreen, "the screen's timeline: "+strings.Join(screendrive.Timelines, ", ")+" (mix: typing, scrolling, a video in a corner, an animation and a still screen, a fifth of the run each), or "+vnc.ScenarioScreen+": the scenario's own screen section")
 	fs.StringVar(&f.size, "size", fmt.Sprintf("%dx%d", vnc.DefaultWidth, vnc.DefaultHeight), "the X display's size, WIDTHxHEIGHT")
 	fs.Uint64Var(&f.seed, "seed", 0, "the screen's seed (0: the scenario's)")
@@ -126,6 +131,9 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, starte
 	if err := vnc.CheckViewer(f.viewer); err != nil {
 		return "", err
 	}
+	if err := vnc.CheckPair(f.viewer, f.server); err != nil {
+		return "", usageError{err}
+	}
 	if err := vncAvailable(); err != nil {
 		return "", fmt.Errorf("vnc: %w", err)
 	}
@@ -137,8 +145,13 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, starte
 	if f.verbose {
 		logw = stderr
 	}
-	fmt.Fprintf(stderr, "lab vnc: %s (%s) through %s, %q screen %dx%d for %v\n", f.server, f.encoding, sc.Name, f.screen, w, h, f.duration)
+	shown := f.encoding
+	if f.viewer != vnc.ViewerLab {
+		shown = "viewer " + f.viewer
+	}
+	fmt.Fprintf(stderr, "lab vnc: %s (%s) through %s, %q screen %dx%d for %v\n", f.server, shown, sc.Name, f.screen, w, h, f.duration)
 	r, err := vnc.Run(ctx, vnc.Config{Scenario: sc, Server: f.server, Encoding: enc, Viewer: f.viewer, Delay: f.delay, WatchEvery: f.watchEvery,
+		Presses: f.presses, PressEvery: f.pressEvery,
 		Seed: f.seed, Duration: f.duration, Screen: f.screen, Width: w, Height: h, Drain: f.drain, Log: logw, Started: started})
 	if err != nil {
 		return "", err
@@ -152,7 +165,10 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, starte
 	}
 	s := r.Summary
 	what := "update latency"
-	if f.viewer != vnc.ViewerLab {
+	switch {
+	case f.presses > 0:
+		what = "input-to-photon latency"
+	case f.viewer != vnc.ViewerLab:
 		what = "glass-to-glass latency"
 	}
 	fmt.Fprintf(stdout, "%s through %s: %d of %d versions shown, %s median %v, p95 %v (first update %v); %.2f MB from the server\n",

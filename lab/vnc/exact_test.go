@@ -114,7 +114,7 @@ func lockstep(t *testing.T, srv *Server, enc int32, screen string, w, h int, d t
 // that got one rectangle wrong would leave it wrong: the server sends a
 // tile again only when the display changes there.
 func TestDecodesRealUpdatesExactly(t *testing.T) {
-	for _, kind := range Servers {
+	for _, kind := range VNCServers {
 		t.Run(kind, func(t *testing.T) {
 			requireVNC(t, false, kind)
 			srv := loopbackServer(t, kind)

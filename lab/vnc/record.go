@@ -24,6 +24,12 @@ const (
 	// SkipNotDrawn: the driver fell behind the screen's timeline and
 	// drew a later version in its place.
 	SkipNotDrawn = "not-drawn"
+	// SkipInputLost: an input-to-photon press whose key never reached
+	// the server's display.
+	SkipInputLost = "input-lost"
+	// SkipEchoNotShown: a press whose echo the server drew, but the
+	// viewer never showed before the run ended.
+	SkipEchoNotShown = "echo-not-shown"
 )
 
 // EncoderName is the result's encoder for a server and an encoding:
@@ -36,8 +42,11 @@ func EncoderName(server string, encoding int32) string {
 // client, the server and the viewer otherwise ("xvnc-vncviewer"), which
 // chooses its own encoding.
 func runName(cfg Config) string {
-	if cfg.Viewer == ViewerLab {
+	switch {
+	case cfg.Viewer == ViewerLab:
 		return EncoderName(cfg.Server, cfg.Encoding)
+	case cfg.Presses > 0:
+		return cfg.Server + "-" + cfg.Viewer + "-input"
 	}
 	return cfg.Server + "-" + cfg.Viewer
 }
@@ -52,6 +61,10 @@ func describe(cfg Config, o *observed) string {
 	what := "viewer " + cfg.Viewer
 	if cfg.Viewer == ViewerDelay {
 		what = fmt.Sprintf("the lab's own viewer presenting each version %v after it was drawn (the method's check)", cfg.Delay)
+	}
+	if cfg.Presses > 0 {
+		return fmt.Sprintf("input to photon: %d key presses on %s's display (XTest), each echoed by a marker drawn on %s's %dx%d X display once the key arrived, timed from the press to the echo shown by the viewer, through the network of scenario %s (a frame's capture is the press, its encode end the key's arrival, its send the echo drawn, its display the echo shown); the viewer's display read every %v (%d reads, %d unreadable, the largest bound of a sighting's lateness %v)",
+			cfg.Presses, what, cfg.Server, cfg.Width, cfg.Height, sc.Name, cfg.WatchEvery, o.watch.Reads, o.watch.Unreadable, o.errorBound.Round(10*time.Microsecond))
 	}
 	return fmt.Sprintf("%s on a %dx%d X display showing the %q screen, through %s on a display of its own, glass to glass through the network of scenario %s; the viewer's display read every %v (%d reads, %d unreadable, the largest bound of a sighting's lateness %v)",
 		cfg.Server, cfg.Width, cfg.Height, cfg.Screen, what, sc.Name, cfg.WatchEvery, o.watch.Reads, o.watch.Unreadable, o.errorBound.Round(10*time.Microsecond))
@@ -88,7 +101,12 @@ func record(cfg Config, o *observed, samples []linkSample, interrupted string) *
 		Series:          []result.Point{},
 		Checks:          []result.Check{},
 	}
-	r.Frames, r.Events = frameRecords(o)
+	if cfg.Presses > 0 {
+		r.Frames, r.Events = pressRecords(o)
+		r.Groups = append(r.Groups, "input-to-photon")
+	} else {
+		r.Frames, r.Events = frameRecords(o)
+	}
 	r.Series = series(r, o, samples)
 	if n := len(samples); n > 0 {
 		r.Links = result.LinkTotals{Up: lab.LinkTotal(samples[0].up, samples[n-1].up), Down: lab.LinkTotal(samples[0].down, samples[n-1].down)}

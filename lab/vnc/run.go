@@ -37,13 +37,20 @@ type Config struct {
 	// Viewer is what shows the server's screen: ViewerLab (the default,
 	// update latency as the lab's client decodes it), or a viewer on a
 	// display of its own, watched for the markers (glass to glass):
-	// ViewerTigerVNC, or ViewerDelay, the method's check.
+	// ViewerTigerVNC and ViewerFreeRDP, or ViewerDelay, the method's check.
 	Viewer string
 	// Delay is ViewerDelay's delay.
 	Delay time.Duration
 	// WatchEvery is how often a glass-to-glass run reads the marker on the
 	// viewer's display (DefaultWatchEvery).
 	WatchEvery time.Duration
+	// Presses, when positive, makes the run input to photon: that many key
+	// presses at a real viewer, one every PressEvery on average
+	// (DefaultPressEvery), each echoed by a marker on the server's
+	// display, timed from the press to the echo shown (the screen is still
+	// otherwise).
+	Presses    int
+	PressEvery time.Duration
 	// Seed seeds the screen; 0 means the scenario's.
 	Seed uint64
 	// Duration is how long the screen changes (DefaultDuration).
@@ -98,6 +105,9 @@ func (c Config) withDefaults() (Config, error) {
 	if _, err := viewerBinaries(c.Viewer); err != nil {
 		return c, err
 	}
+	if err := CheckPair(c.Viewer, c.Server); err != nil {
+		return c, err
+	}
 	if c.Delay != 0 && c.Viewer != ViewerDelay {
 		return c, fmt.Errorf("vnc: a delay is the %s viewer's, not %s's", ViewerDelay, c.Viewer)
 	}
@@ -106,6 +116,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WatchEvery == 0 {
 		c.WatchEvery = DefaultWatchEvery
+	}
+	if c.Presses < 0 || c.PressEvery < 0 {
+		return c, fmt.Errorf("vnc: %d presses, one every %v: neither may be negative", c.Presses, c.PressEvery)
+	}
+	if c.Presses > 0 {
+		if c.Viewer == ViewerLab || c.Viewer == ViewerDelay {
+			return c, fmt.Errorf("vnc: input to photon needs a real viewer (%s, %s or %s), not %s", ViewerTigerVNC, ViewerFreeRDP, ViewerNoVNC, c.Viewer)
+		}
+		if c.PressEvery == 0 {
+			c.PressEvery = DefaultPressEvery
+		}
+		c.Screen = "still"
+		c.Duration = time.Duration(c.Presses) * c.PressEvery
 	}
 	if c.Encoding == 0 {
 		c.Encoding = rfb.EncodingZRLE
@@ -166,4 +189,12 @@ func (c Config) frames() (*screendrive.Frames, error) {
 		return nil, err
 	}
 	return screendrive.New(screendrive.Config{Width: c.Width, Height: c.Height, Timeline: tl, Seed: c.Seed})
+}
+
+// CheckPair says why viewer cannot show server, nil when it can (Speaks).
+func CheckPair(viewer, server string) error {
+	if !Speaks(viewer, server) {
+		return fmt.Errorf("vnc: viewer %s cannot show server %s (RDP needs %s; VNC the others)", viewer, server, ViewerFreeRDP)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -148,7 +149,14 @@ func glassRun(ctx context.Context, cfg Config, srv *Server, pair *kernel.Pair, f
 	defer os.RemoveAll(home)
 	fmt.Fprintf(cfg.Log, "lab vnc: viewer %s on display %s, its marker read every %v\n", cfg.Viewer, vd.Display, cfg.WatchEvery)
 	start := func() error {
-		cmd, err := pair.CommandA("vncviewer", tigerVNCArgs(srv)...)
+		var ws netip.AddrPort
+		if cfg.Viewer == ViewerNoVNC {
+			if ws, err = vd.startWebsockify(srv, cfg.Log); err != nil {
+				return err
+			}
+		}
+		name, args := viewerCommand(cfg.Viewer, srv, ws, home, cfg.Width, cfg.Height)
+		cmd, err := pair.CommandA(name, args...)
 		if err != nil {
 			return fmt.Errorf("vnc: %w", err)
 		}
@@ -156,5 +164,6 @@ func glassRun(ctx context.Context, cfg Config, srv *Server, pair *kernel.Pair, f
 		return vd.startIn(cmd, cfg.Log)
 	}
 	return glassSession(ctx, glassConfig{server: srv, viewer: cfg.Viewer, display: vd, frames: frames,
-		duration: cfg.Duration, drain: cfg.Drain, every: cfg.WatchEvery, delay: cfg.Delay, start: start})
+		duration: cfg.Duration, drain: cfg.Drain, every: cfg.WatchEvery, delay: cfg.Delay, start: start,
+		presses: cfg.Presses, pressEvery: cfg.PressEvery, seed: cfg.Seed, click: cfg.Viewer == ViewerNoVNC})
 }

@@ -82,7 +82,7 @@ func TestX11vncLatency(t *testing.T) {
 // update at all; x11vnc sends the marker's 16x16 tile again a few times
 // within 0.2 s of the first, with the same pixels.
 func TestStillScreenSendsNothing(t *testing.T) {
-	for _, kind := range Servers {
+	for _, kind := range VNCServers {
 		t.Run(kind, func(t *testing.T) {
 			// Each run its own namespace, display and server; most of
 			// each run is waiting (the servers' start, x11vnc's first

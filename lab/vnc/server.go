@@ -29,13 +29,24 @@ import (
 const (
 	X11vnc = "x11vnc" // x11vnc scraping an Xvfb display
 	Xvnc   = "xvnc"   // TigerVNC's Xvnc, an X server that is its own VNC server
+	// Xrdp is xrdp, the RDP server, in front of an Xvnc desktop (its
+	// "vnc-any" way, as Debian ships it: xrdp speaks RDP to the viewer
+	// and VNC to the desktop, over this host's loopback).
+	Xrdp = "xrdp"
 )
 
-// Servers lists them, for flags and messages.
-var Servers = []string{X11vnc, Xvnc}
+// Servers lists them, for flags and messages; VNCServers are those a VNC
+// viewer (the lab's client among them) connects to.
+var (
+	Servers    = []string{X11vnc, Xvnc, Xrdp}
+	VNCServers = []string{X11vnc, Xvnc}
+)
+
+// RDP tells whether a server speaks RDP to its viewers (VNC otherwise).
+func RDP(server string) bool { return server == Xrdp }
 
 // InstallHint is how to install every program lab vnc runs, on Debian.
-const InstallHint = "apt-get install -y xvfb x11vnc tigervnc-standalone-server"
+const InstallHint = "apt-get install -y xvfb x11vnc tigervnc-standalone-server xrdp"
 
 // ErrMissing is wrapped by Check's error: a server's program is not
 // installed.
@@ -51,6 +62,8 @@ func binaries(kind string) ([]string, error) {
 		return []string{"Xvfb", "x11vnc"}, nil
 	case Xvnc:
 		return []string{"Xvnc"}, nil
+	case Xrdp:
+		return []string{"Xvnc", "xrdp"}, nil
 	}
 	return nil, fmt.Errorf("vnc: unknown server %q (%s)", kind, strings.Join(Servers, ", "))
 }
@@ -179,9 +192,18 @@ func Start(ctx context.Context, cfg ServerConfig) (_ *Server, err error) {
 			s.Addr = netip.AddrPortFrom(cfg.Listen, got)
 		}
 	case Xvnc:
-		s.Display, err = s.startX(ctx, cfg.Log, "Xvnc", "created VNC server for screen", "-geometry", geometry, "-depth", "24", "-rfbport", strconv.Itoa(int(port)),
-			"-interface", cfg.Listen.String(), "-SecurityTypes", "VncAuth", "-PasswordFile", pwFile,
-			"-AlwaysShared", "-nolisten", "tcp")
+		s.Display, err = s.startXvnc(ctx, cfg.Log, geometry, cfg.Listen, port)
+	case Xrdp:
+		// The desktop is an Xvnc on the loopback, which only xrdp, on
+		// this host, connects to.
+		loop := netip.MustParseAddr("127.0.0.1")
+		var vport uint16
+		if vport, err = freePort(loop); err != nil {
+			return nil, err
+		}
+		if s.Display, err = s.startXvnc(ctx, cfg.Log, geometry, loop, vport); err == nil {
+			err = s.startXrdp(ctx, cfg.Log, netip.AddrPortFrom(loop, vport))
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -328,6 +350,88 @@ func (s *Server) startX(ctx context.Context, log io.Writer, name, ready string, 
 		go func() { _, _ = io.Copy(log, er); er.Close() }()
 	}
 	return ":" + strconv.Itoa(n), nil
+}
+
+// startXvnc starts Xvnc of geometry, its VNC server on listen:port with
+// the run's password, and returns its display.
+func (s *Server) startXvnc(ctx context.Context, log io.Writer, geometry string, listen netip.Addr, port uint16) (string, error) {
+	return s.startX(ctx, log, "Xvnc", "created VNC server for screen", "-geometry", geometry, "-depth", "24", "-rfbport", strconv.Itoa(int(port)),
+		"-interface", listen.String(), "-SecurityTypes", "VncAuth", "-PasswordFile", s.PasswordFile(),
+		"-AlwaysShared", "-nolisten", "tcp")
+}
+
+// xrdpConfig is the xrdp.ini of a run: xrdp in the foreground on s.Addr,
+// TLS with Debian's snake-oil certificate (xrdp's own RDP security fails
+// FreeRDP's MAC checks at every level it offers), no login screen, and
+// the one session: the desktop's VNC server at desktop, with the run's
+// password.
+func (s *Server) xrdpConfig(desktop netip.AddrPort) string {
+	return fmt.Sprintf(`[Globals]
+ini_version=1
+fork=false
+port=tcp://%s:%d
+use_vsock=false
+tcp_nodelay=true
+security_layer=tls
+certificate=/etc/xrdp/cert.pem
+key_file=/etc/xrdp/key.pem
+ssl_protocols=TLSv1.2, TLSv1.3
+crypt_level=none
+autorun=desktop
+allow_channels=true
+bitmap_cache=true
+bitmap_compression=true
+bulk_compression=true
+max_bpp=24
+new_cursors=true
+use_fastpath=both
+
+[Logging]
+LogFile=%s
+LogLevel=INFO
+EnableSyslog=false
+EnableConsole=true
+ConsoleLevel=INFO
+
+[desktop]
+name=desktop
+lib=libvnc.so
+ip=%s
+port=%d
+username=lab
+password=%s
+`, s.Addr.Addr(), s.Addr.Port(), filepath.Join(s.dir, "xrdp.log"), desktop.Addr(), desktop.Port(), s.Password)
+}
+
+// startXrdp starts xrdp in front of the desktop's VNC server and waits for
+// its "xrdp_listen_pp done" line, which it writes once it listens (its
+// "listening to port" line comes before the socket does).
+func (s *Server) startXrdp(ctx context.Context, log io.Writer, desktop netip.AddrPort) error {
+	ini := filepath.Join(s.dir, "xrdp.ini")
+	if err := os.WriteFile(ini, []byte(s.xrdpConfig(desktop)), 0o600); err != nil {
+		return fmt.Errorf("vnc: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("vnc: %w", err)
+	}
+	// Its console log goes through C's stdio, which holds a pipe's output
+	// until it exits: stdbuf (coreutils) makes it a line at a time.
+	cmd := exec.Command("stdbuf", "-oL", "xrdp", "--nodaemon", "--config", ini)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = procgroup.Attr()
+	if err := s.launch(cmd); err != nil {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("vnc: starting xrdp: %w", err)
+	}
+	w.Close()
+	if _, err := readLine(ctx, r, func(l string) bool { fmt.Fprintln(log, l); return strings.Contains(l, "xrdp_listen_pp done") }); err != nil {
+		r.Close()
+		return fmt.Errorf("vnc: xrdp did not start listening: %w", err)
+	}
+	go func() { _, _ = io.Copy(log, r); r.Close() }()
+	return nil
 }
 
 // startX11vnc starts x11vnc and waits for its "PORT=" line, printed once

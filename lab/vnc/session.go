@@ -81,6 +81,9 @@ type observed struct {
 	// presented is ViewerDelay's: when it had drawn each version's marker
 	// on the viewer's display, from time zero (delayViewer.presented).
 	presented map[uint64][2]time.Duration
+	// presses are an input-to-photon run's key presses, their shown
+	// instants not yet filled in (pressRecords does).
+	presses []Press
 }
 
 // sessionConfig is one session over a connection already made.

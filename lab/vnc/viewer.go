@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -28,6 +31,14 @@ const (
 	// its own: a version counts as shown when the viewer's display shows
 	// its marker (glass to glass).
 	ViewerTigerVNC = "vncviewer"
+	// ViewerFreeRDP is FreeRDP's X11 client, full screen on a display of
+	// its own, for an RDP server (Xrdp).
+	ViewerFreeRDP = "xfreerdp"
+	// ViewerNoVNC is noVNC, the web client, in Chromium (kiosk, on a
+	// display of its own), through websockify: the VNC server reached
+	// over a WebSocket, the path a remote desktop falls back to where UDP
+	// is blocked.
+	ViewerNoVNC = "novnc"
 	// ViewerDelay is the method's own check: no network and no program, a
 	// viewer of the lab's that draws each version's marker on the
 	// viewer's display exactly Config.Delay after the server's display
@@ -37,10 +48,28 @@ const (
 )
 
 // Viewers lists them, for flags and messages.
-var Viewers = []string{ViewerLab, ViewerTigerVNC, ViewerDelay}
+var Viewers = []string{ViewerLab, ViewerTigerVNC, ViewerFreeRDP, ViewerNoVNC, ViewerDelay}
 
 // ViewerInstallHint is how to install the viewers, on Debian.
-const ViewerInstallHint = "apt-get install -y xvfb tigervnc-viewer"
+const ViewerInstallHint = "apt-get install -y xvfb tigervnc-viewer freerdp2-x11 novnc websockify chromium"
+
+// NoVNCPage is the page of Debian's noVNC that a run opens: its small
+// client, which connects at once and shows the desktop unscaled under a
+// status bar.
+const NoVNCPage = "/usr/share/novnc/vnc_lite.html"
+
+// Speaks tells whether viewer can show server: the lab's client,
+// vncviewer and noVNC speak VNC, xfreerdp RDP, and the delay viewer needs
+// no protocol.
+func Speaks(viewer, server string) bool {
+	switch viewer {
+	case ViewerDelay:
+		return true
+	case ViewerFreeRDP:
+		return RDP(server)
+	}
+	return !RDP(server)
+}
 
 // DefaultWatchEvery is how often a glass-to-glass run reads the marker on
 // the viewer's display when Config.WatchEvery is zero: every millisecond,
@@ -55,6 +84,10 @@ func viewerBinaries(viewer string) ([]string, error) {
 		return nil, nil
 	case ViewerTigerVNC:
 		return []string{"Xvfb", "vncviewer"}, nil
+	case ViewerFreeRDP:
+		return []string{"Xvfb", "xfreerdp"}, nil
+	case ViewerNoVNC:
+		return []string{"Xvfb", "websockify", "chromium"}, nil
 	case ViewerDelay:
 		return []string{"Xvfb"}, nil
 	}
@@ -70,6 +103,11 @@ func CheckViewer(viewer string) error {
 	}
 	if missing := missingPrograms(bins); len(missing) > 0 {
 		return fmt.Errorf("%w: viewer %s needs %s, not found on PATH: install with `%s`", ErrMissing, viewer, strings.Join(missing, " and "), ViewerInstallHint)
+	}
+	if viewer == ViewerNoVNC {
+		if _, err := os.Stat(NoVNCPage); err != nil {
+			return fmt.Errorf("%w: viewer %s needs noVNC's %s: install with `%s`", ErrMissing, viewer, NoVNCPage, ViewerInstallHint)
+		}
 	}
 	return nil
 }
@@ -100,6 +138,16 @@ type glassConfig struct {
 	// start starts the viewer's program on the viewer's display, connected
 	// to the server (nil for ViewerDelay).
 	start func() error
+	// presses, when positive, makes the run an input-to-photon run: that
+	// many key presses at the viewer, one every pressEvery on average
+	// (seeded by seed), each echoed by a marker drawn on the server's
+	// display, in place of the screen's timeline.
+	presses    int
+	pressEvery time.Duration
+	seed       uint64
+	// click clicks the viewer's display before the first press (a web
+	// viewer takes the keyboard once its page is clicked).
+	click bool
 }
 
 // glassSession draws the screen on the server's display and watches the
@@ -176,15 +224,29 @@ func glassSession(ctx context.Context, cfg glassConfig) (*observed, error) {
 			}
 		})
 	}()
-	driveErr := screendrive.Drive(ctx, disp, cfg.frames, o.epoch, cfg.duration, 1, true, func(d screendrive.Drawn) {
-		mu.Lock()
-		o.drawn = append(o.drawn, d)
-		lastDrawn = d.Version
-		mu.Unlock()
-		if delayed != nil {
-			delayed.show(d)
+	var (
+		driveErr error
+		input    *inputRun
+	)
+	if cfg.presses > 0 {
+		input, driveErr = typeAndReact(ctx, cfg, disp)
+		if input != nil {
+			defer input.re.close()
+			mu.Lock()
+			lastDrawn = uint64(1 + len(input.pressed)) // the last press's echo
+			mu.Unlock()
 		}
-	})
+	} else {
+		driveErr = screendrive.Drive(ctx, disp, cfg.frames, o.epoch, cfg.duration, 1, true, func(d screendrive.Drawn) {
+			mu.Lock()
+			o.drawn = append(o.drawn, d)
+			lastDrawn = d.Version
+			mu.Unlock()
+			if delayed != nil {
+				delayed.show(d)
+			}
+		})
+	}
 	mu.Lock()
 	done = true
 	if n := len(sightings); n > 0 && uint64(sightings[n-1].Version) >= lastDrawn || lastDrawn == 1 {
@@ -201,6 +263,9 @@ func glassSession(ctx context.Context, cfg glassConfig) (*observed, error) {
 	}
 	wstop()
 	<-watched
+	if input != nil {
+		input.finish(o)
+	}
 	o.ran = time.Since(o.epoch)
 	o.changes = cfg.frames.Changes(cfg.duration)
 	mu.Lock()
@@ -317,6 +382,65 @@ func (v *delayViewer) close() {
 func tigerVNCArgs(srv *Server) []string {
 	return []string{"-FullScreen", "-AlertOnFatalError=0", "-passwd", srv.PasswordFile(),
 		fmt.Sprintf("%s::%d", srv.Addr.Addr(), srv.Addr.Port())}
+}
+
+// freeRDPArgs are xfreerdp's arguments: full screen (the display is the
+// server's size), TLS with the server's certificate taken as it is (a
+// snake-oil one made for this host), the run's password for xrdp's one
+// session, and its own log kept to warnings.
+func freeRDPArgs(srv *Server) []string {
+	return []string{fmt.Sprintf("/v:%s:%d", srv.Addr.Addr(), srv.Addr.Port()), "/u:lab", "/p:" + srv.Password,
+		"/cert:ignore", "/sec:tls", "/f", "/bpp:24", "/log-level:WARN"}
+}
+
+// noVNCArgs are Chromium's arguments for noVNC's page served by
+// websockify at ws: kiosk at the display's size, no sandbox (the lab runs
+// as root), no first-run pages, a profile in home, the run's password in
+// the page's address (noVNC reads it from there).
+func noVNCArgs(srv *Server, ws netip.AddrPort, home string, w, h int) []string {
+	url := fmt.Sprintf("http://%s/%s?host=%s&port=%d&password=%s&autoconnect=true", ws, filepath.Base(NoVNCPage), ws.Addr(), ws.Port(), srv.Password)
+	return []string{"--no-sandbox", "--kiosk", "--no-first-run", "--no-default-browser-check", "--disable-gpu",
+		"--disable-features=Translate", "--password-store=basic", "--user-data-dir=" + filepath.Join(home, "chromium"),
+		"--window-position=0,0", fmt.Sprintf("--window-size=%d,%d", w, h), url}
+}
+
+// viewerCommand is the viewer's program and its arguments; ws is
+// websockify's address, for noVNC.
+func viewerCommand(viewer string, srv *Server, ws netip.AddrPort, home string, w, h int) (string, []string) {
+	switch viewer {
+	case ViewerFreeRDP:
+		return "xfreerdp", freeRDPArgs(srv)
+	case ViewerNoVNC:
+		return "chromium", noVNCArgs(srv, ws, home, w, h)
+	}
+	return "vncviewer", tigerVNCArgs(srv)
+}
+
+// startWebsockify starts websockify on this host, serving noVNC's files
+// and relaying WebSockets to the VNC server, as one of the viewer
+// display's programs, and returns its address. Its listening socket is
+// made here, on the server's address, and handed to it (--inetd): it
+// accepts from the first instant, and no other program can take the port
+// meanwhile (websockify says it listens before it does).
+func (s *Server) startWebsockify(srv *Server, log io.Writer) (netip.AddrPort, error) {
+	l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(srv.Addr.Addr(), 0)))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("vnc: websockify's socket: %w", err)
+	}
+	defer l.Close() // websockify has its own copy
+	ws := l.Addr().(*net.TCPAddr).AddrPort()
+	f, err := l.File()
+	if err != nil {
+		return ws, fmt.Errorf("vnc: websockify's socket: %w", err)
+	}
+	defer f.Close()
+	cmd := exec.Command("websockify", "--inetd", "--web", filepath.Dir(NoVNCPage), srv.Addr.String())
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, log, log
+	cmd.SysProcAttr = procgroup.Attr()
+	if err := s.launch(cmd); err != nil {
+		return ws, fmt.Errorf("vnc: starting websockify: %w", err)
+	}
+	return ws, nil
 }
 
 // viewerEnv is the environment of a viewer program on display: this
