@@ -48,6 +48,7 @@ flags:
 // vncFlags are lab vnc's settings.
 type vncFlags struct {
 	scenario, server, encoding, screen, out, size, viewer string
+	serverCmd, viewerCmd                                  string
 	seed                                                  uint64
 	presses                                               int
 	duration, drain, delay, watchEvery, pressEvery        time.Duration
@@ -65,6 +66,8 @@ func parseVNC(args []string, out io.Writer) (vncFlags, error) {
 	fs.StringVar(&f.viewer, "viewer", vnc.ViewerLab, "what shows the server's screen: "+vnc.ViewerLab+" (the lab's RFB client: update latency, as it decodes); on a display of its own, whose markers are read there (glass to glass), "+vnc.ViewerTigerVNC+" (TigerVNC), "+vnc.ViewerFreeRDP+" (FreeRDP, for "+vnc.Xrdp+"), "+vnc.ViewerNoVNC+" (noVNC in Chromium through websockify), or "+vnc.ViewerDelay+" (the method's check: the lab's own viewer presenting each version -delay after it was drawn)")
 	fs.DurationVar(&f.delay, "delay", 0, "the "+vnc.ViewerDelay+" viewer's delay")
 	fs.DurationVar(&f.watchEvery, "watch-every", vnc.DefaultWatchEvery, "how often a glass-to-glass run reads the marker on the viewer's display")
+	fs.StringVar(&f.serverCmd, "server-cmd", "", "your own server: a shell command line that serves $LAB_DISPLAY (an Xvfb the lab draws on, $LAB_WIDTH x $LAB_HEIGHT) on $LAB_ADDR:$LAB_PORT (password $LAB_PASSWORD if it wants one); makes -server "+vnc.ServerCommand)
+	fs.StringVar(&f.viewerCmd, "viewer-cmd", "", "your own viewer: a shell command line run in the scenario's namespace that connects to $LAB_ADDR:$LAB_PORT and presents on $DISPLAY; makes -viewer "+vnc.ViewerCommand)
 	fs.IntVar(&f.presses, "presses", 0, "input to photon: press a key this many times at the real viewer (XTest), each echoed by a marker on the server's display, and time each press to its echo shown (the screen is still otherwise)")
 	fs.DurationVar(&f.pressEvery, "press-every", vnc.DefaultPressEvery, "the mean time between two presses (seeded, from half to one and a half times it)")
 	fs.StringVar(&f.screen, "screen", vnc.DefaultScreen, "the screen's timeline: "+strings.Join(screendrive.Timelines, ", ")+" (mix: typing, scrolling, a video in a corner, an animation and a still screen, a fifth of the run each), or "+vnc.ScenarioScreen+": the scenario's own screen section")
@@ -79,6 +82,12 @@ func parseVNC(args []string, out io.Writer) (vncFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("vnc: unexpected arguments %q", fs.Args())
+	}
+	if f.serverCmd != "" {
+		f.server = vnc.ServerCommand
+	}
+	if f.viewerCmd != "" {
+		f.viewer = vnc.ViewerCommand
 	}
 	if f.scenario == "" {
 		return f, errors.New("vnc: -scenario is required: a library name like lan-animation, or a .yaml file")
@@ -151,7 +160,7 @@ func vncRun(ctx context.Context, args []string, stdout, stderr io.Writer, starte
 	}
 	fmt.Fprintf(stderr, "lab vnc: %s (%s) through %s, %q screen %dx%d for %v\n", f.server, shown, sc.Name, f.screen, w, h, f.duration)
 	r, err := vnc.Run(ctx, vnc.Config{Scenario: sc, Server: f.server, Encoding: enc, Viewer: f.viewer, Delay: f.delay, WatchEvery: f.watchEvery,
-		Presses: f.presses, PressEvery: f.pressEvery,
+		Presses: f.presses, PressEvery: f.pressEvery, ServerCmd: f.serverCmd, ViewerCmd: f.viewerCmd,
 		Seed: f.seed, Duration: f.duration, Screen: f.screen, Width: w, Height: h, Drain: f.drain, Log: logw, Started: started})
 	if err != nil {
 		return "", err

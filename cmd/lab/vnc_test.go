@@ -31,9 +31,9 @@ func TestVNCRefuses(t *testing.T) {
 	_, err = vncRun(t.Context(), []string{"-scenario", "lan-animation", "-size", "big"}, io.Discard, io.Discard, nil)
 	require.EqualError(t, err, `vnc: -size "big": WIDTHxHEIGHT, like 640x360`)
 	_, err = vncRun(t.Context(), []string{"-scenario", "lan-animation", "-server", "tigervnc"}, io.Discard, io.Discard, nil)
-	require.EqualError(t, err, `vnc: unknown server "tigervnc" (x11vnc, xvnc, xrdp)`)
+	require.EqualError(t, err, `vnc: unknown server "tigervnc" (x11vnc, xvnc, xrdp, cmd)`)
 	_, err = vncRun(t.Context(), []string{"-scenario", "lan-animation", "-viewer", "remmina"}, io.Discard, io.Discard, nil)
-	require.EqualError(t, err, `vnc: unknown viewer "remmina" (lab, vncviewer, xfreerdp, novnc, delay)`)
+	require.EqualError(t, err, `vnc: unknown viewer "remmina" (lab, vncviewer, xfreerdp, novnc, cmd, delay)`)
 	_, err = vncRun(t.Context(), []string{"-scenario", "lan-animation", "-server", "xrdp"}, io.Discard, io.Discard, nil)
 	require.EqualError(t, err, `vnc: viewer lab cannot show server xrdp (RDP needs xfreerdp; VNC the others)`)
 

@@ -5,6 +5,7 @@ package vnc
 import (
 	"flag"
 	"math"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -179,4 +180,37 @@ func TestInputToPhotonRefusesTheLabsViewers(t *testing.T) {
 		_, err := Config{Scenario: sc, Server: Xvnc, Viewer: v, Presses: 3}.withDefaults()
 		require.ErrorContains(t, err, "input to photon needs a real viewer")
 	}
+}
+
+// A user's own server and viewer, as command lines: here x11vnc and
+// TigerVNC's viewer, started as a team would start its own agent and
+// viewer, with the lab's variables. The run measures them glass to glass
+// as any other pair.
+func TestGlassToGlassOwnCommands(t *testing.T) {
+	requireVNC(t, true, X11vnc)
+	requireViewer(t, ViewerTigerVNC)
+	r := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: ServerCommand, Viewer: ViewerCommand,
+		ServerCmd: `exec x11vnc -display "$LAB_DISPLAY" -rfbport "$LAB_PORT" -listen "$LAB_ADDR" -nopw -forever -shared -quiet`,
+		ViewerCmd: `exec vncviewer -FullScreen -SecurityTypes None "$LAB_ADDR::$LAB_PORT"`,
+		Duration:  3 * time.Second, Screen: "mix"})
+	require.Equal(t, "cmd-cmd", r.Encoder)
+	require.Greater(t, r.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 3 s")
+}
+
+// A server command that ends before it listens fails the run at once,
+// saying so; command lines go with the command kinds alone.
+func TestOwnCommandsRefused(t *testing.T) {
+	sc := libraryScenario(t, "lan-animation")
+	for _, c := range []Config{
+		{Scenario: sc, Server: ServerCommand, Viewer: ViewerTigerVNC},
+		{Scenario: sc, Server: Xvnc, ServerCmd: "true", Viewer: ViewerTigerVNC},
+		{Scenario: sc, Server: Xvnc, Viewer: ViewerCommand},
+	} {
+		_, err := c.withDefaults()
+		require.ErrorContains(t, err, "command line")
+	}
+	requireVNC(t, true, X11vnc)
+	_, err := Start(t.Context(), ServerConfig{Kind: ServerCommand, Width: 320, Height: 180, Listen: netip.MustParseAddr("127.0.0.1"),
+		Command: "echo giving up; exit 3"})
+	require.ErrorContains(t, err, "the server's command ended (exit status 3) before it listened")
 }

@@ -3,6 +3,7 @@ package vnc
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,12 @@ type Config struct {
 	Viewer string
 	// Delay is ViewerDelay's delay.
 	Delay time.Duration
+	// ServerCmd and ViewerCmd are the command lines of ServerCommand and
+	// ViewerCommand: the user's own remote desktop, run by sh with
+	// CommandEnv (the server on this host, serving the display the lab
+	// draws on; the viewer in the scenario's namespace, presenting on a
+	// display of its own).
+	ServerCmd, ViewerCmd string
 	// WatchEvery is how often a glass-to-glass run reads the marker on the
 	// viewer's display (DefaultWatchEvery).
 	WatchEvery time.Duration
@@ -107,6 +114,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := CheckPair(c.Viewer, c.Server); err != nil {
 		return c, err
+	}
+	if (c.Server == ServerCommand) != (strings.TrimSpace(c.ServerCmd) != "") {
+		return c, fmt.Errorf("vnc: a server command line goes with server %s, and server %s needs one", ServerCommand, ServerCommand)
+	}
+	if (c.Viewer == ViewerCommand) != (strings.TrimSpace(c.ViewerCmd) != "") {
+		return c, fmt.Errorf("vnc: a viewer command line goes with viewer %s, and viewer %s needs one", ViewerCommand, ViewerCommand)
 	}
 	if c.Delay != 0 && c.Viewer != ViewerDelay {
 		return c, fmt.Errorf("vnc: a delay is the %s viewer's, not %s's", ViewerDelay, c.Viewer)

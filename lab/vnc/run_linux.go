@@ -55,7 +55,8 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 		return nil, fmt.Errorf("vnc: %w", err)
 	}
 	defer pair.Close()
-	srv, err := Start(ctx, ServerConfig{Kind: cfg.Server, Width: cfg.Width, Height: cfg.Height, Listen: pair.AddrB(), Log: cfg.Log})
+	srv, err := Start(ctx, ServerConfig{Kind: cfg.Server, Width: cfg.Width, Height: cfg.Height, Listen: pair.AddrB(), Log: cfg.Log,
+		Command: cfg.ServerCmd})
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +156,12 @@ func glassRun(ctx context.Context, cfg Config, srv *Server, pair *kernel.Pair, f
 				return err
 			}
 		}
-		name, args := viewerCommand(cfg.Viewer, srv, ws, home, cfg.Width, cfg.Height)
+		name, args := viewerCommand(cfg.Viewer, srv, ws, home, cfg.Width, cfg.Height, cfg.ViewerCmd)
 		cmd, err := pair.CommandA(name, args...)
 		if err != nil {
 			return fmt.Errorf("vnc: %w", err)
 		}
-		cmd.Env = viewerEnv(vd.Display, home)
+		cmd.Env = CommandEnv(vd.Display, srv.Addr, cfg.Width, cfg.Height, srv.Password, home)
 		return vd.startIn(cmd, cfg.Log)
 	}
 	return glassSession(ctx, glassConfig{server: srv, viewer: cfg.Viewer, display: vd, frames: frames,

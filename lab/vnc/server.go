@@ -33,16 +33,22 @@ const (
 	// "vnc-any" way, as Debian ships it: xrdp speaks RDP to the viewer
 	// and VNC to the desktop, over this host's loopback).
 	Xrdp = "xrdp"
+	// ServerCommand is the user's own server: a shell command line
+	// (ServerConfig.Command) that serves the Xvfb display the lab draws
+	// on, in whatever protocol, listening where the lab says
+	// (CommandEnv).
+	ServerCommand = "cmd"
 )
 
 // Servers lists them, for flags and messages; VNCServers are those a VNC
 // viewer (the lab's client among them) connects to.
 var (
-	Servers    = []string{X11vnc, Xvnc, Xrdp}
+	Servers    = []string{X11vnc, Xvnc, Xrdp, ServerCommand}
 	VNCServers = []string{X11vnc, Xvnc}
 )
 
-// RDP tells whether a server speaks RDP to its viewers (VNC otherwise).
+// RDP tells whether a server speaks RDP to its viewers (VNC otherwise; a
+// user's command speaks what it speaks).
 func RDP(server string) bool { return server == Xrdp }
 
 // InstallHint is how to install every program lab vnc runs, on Debian.
@@ -64,6 +70,8 @@ func binaries(kind string) ([]string, error) {
 		return []string{"Xvnc"}, nil
 	case Xrdp:
 		return []string{"Xvnc", "xrdp"}, nil
+	case ServerCommand:
+		return []string{"Xvfb", "sh"}, nil
 	}
 	return nil, fmt.Errorf("vnc: unknown server %q (%s)", kind, strings.Join(Servers, ", "))
 }
@@ -104,6 +112,20 @@ type ServerConfig struct {
 	Listen netip.Addr
 	// Log receives the servers' own output (nil: dropped).
 	Log io.Writer
+	// Command is ServerCommand's command line, run by sh with CommandEnv.
+	Command string
+}
+
+// CommandEnv is the environment a user's server or viewer command gets
+// beyond the lab's own: the X display it serves or presents on (LAB_DISPLAY,
+// and DISPLAY too), the address and port the server listens on and the
+// viewer connects to (LAB_ADDR, LAB_PORT), the display's size (LAB_WIDTH,
+// LAB_HEIGHT), the run's password (LAB_PASSWORD; a server may ignore it)
+// and a folder of the run's own (LAB_HOME, and HOME too).
+func CommandEnv(display string, addr netip.AddrPort, w, h int, password, home string) []string {
+	env := []string{"LAB_DISPLAY=" + display, "LAB_ADDR=" + addr.Addr().String(), fmt.Sprintf("LAB_PORT=%d", addr.Port()),
+		fmt.Sprintf("LAB_WIDTH=%d", w), fmt.Sprintf("LAB_HEIGHT=%d", h), "LAB_PASSWORD=" + password, "LAB_HOME=" + home}
+	return append(env, viewerEnv(display, home)...)
 }
 
 // Server is a running X display and VNC server. Close stops them.
@@ -193,6 +215,10 @@ func Start(ctx context.Context, cfg ServerConfig) (_ *Server, err error) {
 		}
 	case Xvnc:
 		s.Display, err = s.startXvnc(ctx, cfg.Log, geometry, cfg.Listen, port)
+	case ServerCommand:
+		if s.Display, err = s.startX(ctx, cfg.Log, "Xvfb", "", "-screen", "0", geometry+"x24", "-nolisten", "tcp", "-noreset"); err == nil {
+			err = s.startCommand(ctx, cfg)
+		}
 	case Xrdp:
 		// The desktop is an Xvnc on the loopback, which only xrdp, on
 		// this host, connects to.
@@ -432,6 +458,38 @@ func (s *Server) startXrdp(ctx context.Context, log io.Writer, desktop netip.Add
 	}
 	go func() { _, _ = io.Copy(log, r); r.Close() }()
 	return nil
+}
+
+// startCommand starts the user's server command with CommandEnv and
+// waits until something listens on s.Addr: the kernel's socket table,
+// read every 20 ms until StartTimeout (a command says nothing the lab
+// could wait for), or the command's end, which fails the start.
+func (s *Server) startCommand(ctx context.Context, cfg ServerConfig) error {
+	if strings.TrimSpace(cfg.Command) == "" {
+		return fmt.Errorf("vnc: server %s needs a command line", ServerCommand)
+	}
+	cmd := exec.Command("sh", "-c", cfg.Command)
+	cmd.Env = CommandEnv(s.Display, s.Addr, cfg.Width, cfg.Height, s.Password, s.dir)
+	cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
+	cmd.SysProcAttr = procgroup.Attr()
+	if err := s.launch(cmd); err != nil {
+		return fmt.Errorf("vnc: starting the server's command: %w", err)
+	}
+	done := s.procs[len(s.procs)-1].done
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, err := listening(s.Addr); err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("vnc: the server's command did not listen on %v within %v (its output, with -v, says why)", s.Addr, StartTimeout)
+		case <-done:
+			return fmt.Errorf("vnc: the server's command ended (%v) before it listened on %v (its output, with -v, says why)", cmd.ProcessState, s.Addr)
+		case <-tick.C:
+		}
+	}
 }
 
 // startX11vnc starts x11vnc and waits for its "PORT=" line, printed once

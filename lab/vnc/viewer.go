@@ -39,6 +39,10 @@ const (
 	// over a WebSocket, the path a remote desktop falls back to where UDP
 	// is blocked.
 	ViewerNoVNC = "novnc"
+	// ViewerCommand is the user's own viewer: a shell command line
+	// (Config.ViewerCmd) run in the scenario's namespace with CommandEnv,
+	// which connects to LAB_ADDR:LAB_PORT and presents on DISPLAY.
+	ViewerCommand = "cmd"
 	// ViewerDelay is the method's own check: no network and no program, a
 	// viewer of the lab's that draws each version's marker on the
 	// viewer's display exactly Config.Delay after the server's display
@@ -48,7 +52,7 @@ const (
 )
 
 // Viewers lists them, for flags and messages.
-var Viewers = []string{ViewerLab, ViewerTigerVNC, ViewerFreeRDP, ViewerNoVNC, ViewerDelay}
+var Viewers = []string{ViewerLab, ViewerTigerVNC, ViewerFreeRDP, ViewerNoVNC, ViewerCommand, ViewerDelay}
 
 // ViewerInstallHint is how to install the viewers, on Debian.
 const ViewerInstallHint = "apt-get install -y xvfb tigervnc-viewer freerdp2-x11 novnc websockify chromium"
@@ -59,13 +63,13 @@ const ViewerInstallHint = "apt-get install -y xvfb tigervnc-viewer freerdp2-x11 
 const NoVNCPage = "/usr/share/novnc/vnc_lite.html"
 
 // Speaks tells whether viewer can show server: the lab's client,
-// vncviewer and noVNC speak VNC, xfreerdp RDP, and the delay viewer needs
-// no protocol.
+// vncviewer and noVNC speak VNC, xfreerdp RDP, the delay viewer needs no
+// protocol, and a user's command is taken at its word.
 func Speaks(viewer, server string) bool {
-	switch viewer {
-	case ViewerDelay:
-		return true
-	case ViewerFreeRDP:
+	switch {
+	case viewer == ViewerDelay, viewer == ViewerCommand, server == ServerCommand:
+		return true // no protocol, or the user's, which the lab cannot know
+	case viewer == ViewerFreeRDP:
 		return RDP(server)
 	}
 	return !RDP(server)
@@ -88,6 +92,8 @@ func viewerBinaries(viewer string) ([]string, error) {
 		return []string{"Xvfb", "xfreerdp"}, nil
 	case ViewerNoVNC:
 		return []string{"Xvfb", "websockify", "chromium"}, nil
+	case ViewerCommand:
+		return []string{"Xvfb", "sh"}, nil
 	case ViewerDelay:
 		return []string{"Xvfb"}, nil
 	}
@@ -405,9 +411,11 @@ func noVNCArgs(srv *Server, ws netip.AddrPort, home string, w, h int) []string {
 }
 
 // viewerCommand is the viewer's program and its arguments; ws is
-// websockify's address, for noVNC.
-func viewerCommand(viewer string, srv *Server, ws netip.AddrPort, home string, w, h int) (string, []string) {
+// websockify's address, for noVNC, and line the user's command line.
+func viewerCommand(viewer string, srv *Server, ws netip.AddrPort, home string, w, h int, line string) (string, []string) {
 	switch viewer {
+	case ViewerCommand:
+		return "sh", []string{"-c", line}
 	case ViewerFreeRDP:
 		return "xfreerdp", freeRDPArgs(srv)
 	case ViewerNoVNC:

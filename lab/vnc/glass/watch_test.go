@@ -132,3 +132,34 @@ func TestWatchSeesEveryVersionWithinItsBounds(t *testing.T) {
 	require.Zero(t, stats.Unreadable, "the presenter draws the marker in one request")
 	t.Logf("%d reads, longest gap %v, largest error bound %v", stats.Reads, stats.MaxGap, maxErr)
 }
+
+// BenchmarkGrab720p reads a whole 720p display through MIT-SHM, as Locate
+// does, and the marker's rectangle alone, as Watch does: the whole display
+// at least 120 times a second is the glass-to-glass run's need.
+//
+//	go test ./lab/vnc/glass -run '^$' -bench Grab720p
+func BenchmarkGrab720p(b *testing.B) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		b.Skipf("skipping: Xvfb is not installed (%s)", vnc.InstallHint)
+	}
+	d, err := vnc.StartDisplay(b.Context(), 1280, 720, nil)
+	require.NoError(b, err)
+	defer d.Close()
+	g, err := glass.Open(d.Display)
+	require.NoError(b, err)
+	defer g.Close()
+	require.True(b, g.SHM(), "MIT-SHM on a local Xvfb")
+	for _, r := range []struct {
+		name string
+		rect codec.Rect
+	}{{"display", g.Whole()}, {"marker", glass.Placement{Block: screendrive.MarkerBlock}.Rect()}} {
+		b.Run(r.name, func(b *testing.B) {
+			f := &codec.Frame{}
+			for b.Loop() {
+				require.NoError(b, g.Grab(r.rect, f))
+			}
+			require.Equal(b, r.rect.W*r.rect.H, len(f.Pix), "the grab read the rectangle it names")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grabs/s")
+		})
+	}
+}
