@@ -107,7 +107,7 @@ func record(cfg Config, o *observed, samples []linkSample, interrupted string) *
 	} else {
 		r.Frames, r.Events = frameRecords(o)
 	}
-	r.Series = series(r, o, samples)
+	r.Series = series(r, o, samples, cfg.Viewer != ViewerLab)
 	if n := len(samples); n > 0 {
 		r.Links = result.LinkTotals{Up: lab.LinkTotal(samples[0].up, samples[n-1].up), Down: lab.LinkTotal(samples[0].down, samples[n-1].down)}
 	}
@@ -158,8 +158,10 @@ func frameRecords(o *observed) ([]result.FrameRecord, []result.EventRecord) {
 }
 
 // series is the result's time series: frames displayed and their median
-// latency, the bytes received and the links' throughput by period.
-func series(r *result.Run, o *observed, samples []linkSample) []result.Point {
+// latency, the bytes received and the links' throughput by period. A
+// glass-to-glass run (glass) sees no updates: the bytes received are
+// the down link's.
+func series(r *result.Run, o *observed, samples []linkSample, glass bool) []result.Point {
 	out := []result.Point{}
 	byDisplay := measure.Displayed(r)
 	for i := 1; i < len(samples); i++ {
@@ -184,6 +186,11 @@ func series(r *result.Run, o *observed, samples []linkSample) []result.Point {
 		pt.SendBps = float64(got*8) / secs
 		pt.Up = linkPoint(samples[i-1].up, samples[i].up, secs)
 		pt.Down = linkPoint(samples[i-1].down, samples[i].down, secs)
+		if glass {
+			// A real viewer's updates are not seen, only their pictures:
+			// what the server sent is what the down link delivered.
+			pt.SendBps = pt.Down.ThroughputBps
+		}
 		out = append(out, pt)
 	}
 	return out
