@@ -40,9 +40,12 @@ type presented struct {
 	began, done time.Time
 }
 
-// present draws markers 1..n at the top left of a w x h display, one
-// every interval, and returns when each was drawn.
-func present(t *testing.T, name string, n int, interval time.Duration) []presented {
+// present draws markers 2..n+1 at the top left of a w x h display, one
+// every interval at the soonest and each once the watch has seen the one
+// before (seen receives each sighting's version: explicit synchronisation,
+// so that a loaded machine that reads late never sees two drawings as
+// one), and returns when each was drawn.
+func present(t *testing.T, name string, n int, interval time.Duration, seen <-chan uint32) []presented {
 	t.Helper()
 	x, err := xscreen.Open(name)
 	require.NoError(t, err)
@@ -60,13 +63,19 @@ func present(t *testing.T, name string, n int, interval time.Duration) []present
 		require.NoError(t, x.Put(f, marker))
 		require.NoError(t, x.Sync())
 		out = append(out, presented{version: v + 2, began: began, done: time.Now()})
+		select {
+		case got := <-seen:
+			require.Equal(t, v+2, got, "the watch saw another version than the one drawn")
+		case <-t.Context().Done():
+			t.Fatalf("the watch never saw version %d", v+2)
+		}
 	}
 	return out
 }
 
 // TestWatchSeesEveryVersionWithinItsBounds checks the watch's attribution on a
-// real X display: markers drawn by another client, one every 10 ms, are
-// each seen once, in order, read right, and each sighting brackets the
+// real X display: markers drawn by another client, one every 10 ms or once
+// the one before was seen, are each seen once, in order, read right, and each sighting brackets the
 // drawing: the read that saw a version was answered after its drawing
 // began, and the read before it, which did not see it, was asked before
 // the drawing was done. So the presentation lies between PrevAsked and At,
@@ -103,15 +112,17 @@ func TestWatchSeesEveryVersionWithinItsBounds(t *testing.T) {
 		all   = make(chan struct{})
 	)
 	wctx, wstop := context.WithCancel(ctx)
+	versions := make(chan uint32, nDrawn)
 	wg.Go(func() {
 		stats, werr = d.Watch(wctx, p, time.Millisecond, func(s glass.Sighting) {
 			seen = append(seen, s)
+			versions <- s.Version
 			if s.Version == last {
 				close(all)
 			}
 		})
 	})
-	drawn := present(t, name, nDrawn, 10*time.Millisecond)
+	drawn := present(t, name, nDrawn, 10*time.Millisecond, versions)
 	select {
 	case <-all:
 	case <-ctx.Done():
