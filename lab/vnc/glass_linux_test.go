@@ -45,13 +45,13 @@ func latencies(r *result.Run) []time.Duration {
 // order, never before the delay has passed (what is late beyond it is the
 // measurement's own error, measured by TestGlassToGlassMethodError).
 func TestGlassToGlassDelayViewer(t *testing.T) {
-	requireVNC(t, true, X11vnc)
+	requireVNC(t, true, Xvnc)
 	requireViewer(t, ViewerDelay)
 	const delay = 30 * time.Millisecond
 	var presented map[uint64][2]time.Duration
-	r := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: X11vnc, Viewer: ViewerDelay, Delay: delay,
-		Duration: 3 * time.Second, Screen: "animation", Presented: func(p map[uint64][2]time.Duration) { presented = p }})
-	require.Equal(t, "x11vnc-delay", r.Encoder)
+	r := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: Xvnc, Viewer: ViewerDelay, Delay: delay,
+		Duration: 2 * time.Second, Screen: "animation", Presented: func(p map[uint64][2]time.Duration) { presented = p }})
+	require.Equal(t, "xvnc-delay", r.Encoder)
 	// A read woken late on a loaded machine can miss a version the viewer
 	// replaced within that read's gap (30 ms apart here): it then counts
 	// as not shown. Nearly all are seen.
@@ -120,11 +120,11 @@ func TestGlassToGlassRealViewers(t *testing.T) {
 			requireVNC(t, true, tc.server)
 			requireViewer(t, tc.viewer)
 			lan := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: tc.server, Viewer: tc.viewer,
-				Duration: 3 * time.Second, Screen: "mix"})
+				Duration: 2 * time.Second, Screen: "mix"})
 			require.Equal(t, tc.server+"-"+tc.viewer, lan.Encoder)
-			require.Greater(t, lan.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 3 s")
+			require.Greater(t, lan.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 2 s")
 			bad := measureRun(t, Config{Scenario: libraryScenario(t, "lossy-fixed-bitrate"), Server: tc.server, Viewer: tc.viewer,
-				Duration: 3 * time.Second, Screen: "mix"})
+				Duration: 2 * time.Second, Screen: "mix"})
 			require.Greater(t, bad.Summary.Displayed, 3)
 			require.GreaterOrEqual(t, bad.Summary.Latency.Median-lan.Summary.Latency.Median, 25*time.Millisecond,
 				"25 ms one way adds at least 25 ms to every version")
@@ -142,11 +142,11 @@ func TestGlassToGlassRefusesAViewerOfAnotherProtocol(t *testing.T) {
 	}
 }
 
-// Input to photon through a real viewer of each protocol, on the LAN and
-// on the documented bad network: every press's echo shows, each press's
-// instants come in order (pressed, arrived at the server, echo drawn,
-// echo shown), and on the bad network the key's way up and the echo's way
-// down each take at least the 25 ms the network adds one way.
+// Input to photon through a real viewer of each protocol on the LAN, and
+// TigerVNC's on the documented bad network too: every press's echo shows,
+// each press's instants come in order (pressed, arrived at the server,
+// echo drawn, echo shown), and on the bad network the key's way up and the
+// echo's way down each take at least the 25 ms the network adds one way.
 func TestInputToPhoton(t *testing.T) {
 	timerprobe.Require(t, 20*time.Millisecond)
 	for _, tc := range realViewers {
@@ -154,11 +154,17 @@ func TestInputToPhoton(t *testing.T) {
 			requireVNC(t, true, tc.server)
 			requireViewer(t, tc.viewer)
 			median := func(v []time.Duration) time.Duration { slices.Sort(v); return v[(len(v)-1)/2] }
-			for _, net := range []string{"lan-animation", "lossy-fixed-bitrate"} {
+			nets := []string{"lan-animation"}
+			if tc.viewer == ViewerTigerVNC {
+				// The bad network for one viewer: CI's time (the matrix in
+				// docs/desktops.md has every pair on it).
+				nets = append(nets, "lossy-fixed-bitrate")
+			}
+			for _, net := range nets {
 				r := measureRun(t, Config{Scenario: libraryScenario(t, net), Server: tc.server, Viewer: tc.viewer,
-					Presses: 8, PressEvery: 250 * time.Millisecond})
+					Presses: 5, PressEvery: 200 * time.Millisecond})
 				require.Equal(t, tc.server+"-"+tc.viewer+"-input", r.Encoder)
-				require.Equal(t, 8, r.Summary.Displayed, "every press's echo shows")
+				require.Equal(t, 5, r.Summary.Displayed, "every press's echo shows")
 				var up, down []time.Duration
 				for _, f := range r.Frames {
 					require.Less(t, f.Captured, f.EncodeEnd, "pressed before the key arrived")
@@ -195,9 +201,9 @@ func TestGlassToGlassOwnCommands(t *testing.T) {
 	r := measureRun(t, Config{Scenario: libraryScenario(t, "lan-animation"), Server: ServerCommand, Viewer: ViewerCommand,
 		ServerCmd: `exec x11vnc -display "$LAB_DISPLAY" -rfbport "$LAB_PORT" -listen "$LAB_ADDR" -nopw -forever -shared -quiet`,
 		ViewerCmd: `exec vncviewer -FullScreen -SecurityTypes None "$LAB_ADDR::$LAB_PORT"`,
-		Duration:  3 * time.Second, Screen: "mix"})
+		Duration:  2 * time.Second, Screen: "mix"})
 	require.Equal(t, "cmd-cmd", r.Encoder)
-	require.Greater(t, r.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 3 s")
+	require.Greater(t, r.Summary.Displayed, 20, "a mixed screen shows dozens of versions in 2 s")
 }
 
 // A server command that ends before it listens fails the run at once,
