@@ -83,21 +83,22 @@ func Check(kind string) error {
 	if err != nil {
 		return err
 	}
-	if missing := missingPrograms(bins); len(missing) > 0 {
-		return fmt.Errorf("%w: %s needs %s, not found on PATH: install with `%s`", ErrMissing, kind, strings.Join(missing, " and "), InstallHint)
-	}
-	return nil
+	return needPrograms(kind, bins, InstallHint)
 }
 
-// missingPrograms are those of bins not on PATH.
-func missingPrograms(bins []string) []string {
+// needPrograms says which of bins, what needs them, are not on PATH, and
+// how to install them (hint); nil when all are.
+func needPrograms(what string, bins []string, hint string) error {
 	var missing []string
 	for _, b := range bins {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b)
 		}
 	}
-	return missing
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s needs %s, not found on PATH: install with `%s`", ErrMissing, what, strings.Join(missing, " and "), hint)
+	}
+	return nil
 }
 
 // ServerConfig is a server to start.
@@ -437,27 +438,41 @@ func (s *Server) startXrdp(ctx context.Context, log io.Writer, desktop netip.Add
 	if err := os.WriteFile(ini, []byte(s.xrdpConfig(desktop)), 0o600); err != nil {
 		return fmt.Errorf("vnc: %w", err)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("vnc: %w", err)
-	}
 	// Its console log goes through C's stdio, which holds a pipe's output
 	// until it exits: stdbuf (coreutils) makes it a line at a time.
 	cmd := exec.Command("stdbuf", "-oL", "xrdp", "--nodaemon", "--config", ini)
-	cmd.Stdout, cmd.Stderr = w, w
+	_, err := s.startUntil(ctx, "xrdp", cmd, log, func(l string) bool { fmt.Fprintln(log, l); return strings.Contains(l, "xrdp_listen_pp done") })
+	return err
+}
+
+// startUntil starts cmd (name, for messages) with its standard output, and
+// its standard error when cmd leaves that unset, on a pipe read until a
+// line satisfies ready, which it returns. The rest goes on to log, so
+// that the program never blocks on a full pipe; the pipe ends with the
+// program.
+func (s *Server) startUntil(ctx context.Context, name string, cmd *exec.Cmd, log io.Writer, ready func(string) bool) (string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("vnc: %w", err)
+	}
+	cmd.Stdout = w
+	if cmd.Stderr == nil {
+		cmd.Stderr = w
+	}
 	cmd.SysProcAttr = procgroup.Attr()
 	if err := s.launch(cmd); err != nil {
 		w.Close()
 		r.Close()
-		return fmt.Errorf("vnc: starting xrdp: %w", err)
+		return "", fmt.Errorf("vnc: starting %s: %w", name, err)
 	}
 	w.Close()
-	if _, err := readLine(ctx, r, func(l string) bool { fmt.Fprintln(log, l); return strings.Contains(l, "xrdp_listen_pp done") }); err != nil {
+	line, err := readLine(ctx, r, ready)
+	if err != nil {
 		r.Close()
-		return fmt.Errorf("vnc: xrdp did not start listening: %w", err)
+		return "", fmt.Errorf("vnc: %s did not start listening: %w", name, err)
 	}
 	go func() { _, _ = io.Copy(log, r); r.Close() }()
-	return nil
+	return line, nil
 }
 
 // startCommand starts the user's server command with CommandEnv and
@@ -495,27 +510,12 @@ func (s *Server) startCommand(ctx context.Context, cfg ServerConfig) error {
 // startX11vnc starts x11vnc and waits for its "PORT=" line, printed once
 // it listens, and returns that port.
 func (s *Server) startX11vnc(ctx context.Context, log io.Writer, args ...string) (uint16, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return 0, fmt.Errorf("vnc: %w", err)
-	}
 	cmd := exec.Command("x11vnc", args...)
-	cmd.Stdout, cmd.Stderr = w, log
-	cmd.SysProcAttr = procgroup.Attr()
-	if err := s.launch(cmd); err != nil {
-		w.Close()
-		r.Close()
-		return 0, fmt.Errorf("vnc: starting x11vnc: %w", err)
-	}
-	w.Close()
-	line, err := readLine(ctx, r, func(l string) bool { return strings.HasPrefix(l, "PORT=") })
+	cmd.Stderr = log
+	line, err := s.startUntil(ctx, "x11vnc", cmd, log, func(l string) bool { return strings.HasPrefix(l, "PORT=") })
 	if err != nil {
-		r.Close()
-		return 0, fmt.Errorf("vnc: x11vnc did not start listening: %w", err)
+		return 0, err
 	}
-	// Its standard output goes on to the log, so that x11vnc never blocks
-	// on a full pipe; the pipe ends with x11vnc.
-	go func() { _, _ = io.Copy(log, r); r.Close() }()
 	port, err := strconv.ParseUint(strings.TrimPrefix(line, "PORT="), 10, 16)
 	if err != nil {
 		return 0, fmt.Errorf("vnc: x11vnc said %q", line)

@@ -107,8 +107,8 @@ func CheckViewer(viewer string) error {
 	if err != nil {
 		return err
 	}
-	if missing := missingPrograms(bins); len(missing) > 0 {
-		return fmt.Errorf("%w: viewer %s needs %s, not found on PATH: install with `%s`", ErrMissing, viewer, strings.Join(missing, " and "), ViewerInstallHint)
+	if err := needPrograms("viewer "+viewer, bins, ViewerInstallHint); err != nil {
+		return err
 	}
 	if viewer == ViewerNoVNC {
 		if _, err := os.Stat(NoVNCPage); err != nil {

@@ -43,8 +43,8 @@ func luma(p uint32) int {
 // reads four points of the block, at 30% and 70% of its width and height,
 // each as the mean luma of a window a quarter of the block wide (at least
 // one pixel), and they must agree: a scaled or lossily coded edge does not
-// reach them, and a placement at the wrong block size, whose points fall
-// in two blocks of different colours, is rejected.
+// reach them, and a block whose points fall in two blocks of different
+// colours (a placement at the wrong block size, mostly) is rejected.
 func block(f *codec.Frame, ox, oy int, p Placement, col, row int) int {
 	side := max(1, int(p.Block/4))
 	got := -1

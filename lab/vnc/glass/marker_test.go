@@ -149,3 +149,50 @@ func TestReadRejectsAMarkerHalfDrawn(t *testing.T) {
 	_, ok = Read(f, Placement{Block: screendrive.MarkerBlock})
 	require.False(t, ok)
 }
+
+// A marker read at a block size not its own can read as another number
+// (its bits repeated or skipped where the sizes happen to line up), so a
+// search is told the version it looks for, as a run's Locate is: then a
+// wrong size finds nothing, and the right one the marker. Seeded versions,
+// shown scaled by 1.5.
+func TestFindAtAWrongSizeFindsNothingOfTheVersionSought(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 20 {
+		v := uint32(1 + rng.IntN(1<<20))
+		f := viewer(desktop(320, 180, v, uint64(v)), 640, 400, 9, 13, 1.5, 0, 0, 1)
+		is := func(got uint32) bool { return got == v }
+		_, _, ok := Find(f, []float64{screendrive.MarkerBlock}, is)
+		require.False(t, ok, "version %d found at the unscaled size", v)
+		p, got, ok := Find(f, []float64{screendrive.MarkerBlock, 1.5 * screendrive.MarkerBlock}, is)
+		require.True(t, ok, "version %d at its own size", v)
+		require.Equal(t, v, got)
+		require.Equal(t, 1.5*screendrive.MarkerBlock, p.Block)
+	}
+}
+
+// A block whose points disagree (half white, half black: an edge blurred
+// across it, or a placement straddling two blocks) is unreadable, and so is
+// the marker.
+func TestReadRejectsABlockOfTwoColours(t *testing.T) {
+	f := codec.NewFrame(screendrive.MarkerWidth, screendrive.MarkerHeight)
+	screendrive.Stamp(f, 0x5A5A5A)
+	p := Placement{Block: screendrive.MarkerBlock}
+	_, ok := Read(f, p)
+	require.True(t, ok)
+	// Block 5's upper row: its left half white, its right half black; its
+	// lower row the inverse, so that each column still inverts.
+	for y := range 2 * screendrive.MarkerBlock {
+		for x := 5 * screendrive.MarkerBlock; x < 6*screendrive.MarkerBlock; x++ {
+			white := x < 5*screendrive.MarkerBlock+screendrive.MarkerBlock/2
+			if y >= screendrive.MarkerBlock {
+				white = !white
+			}
+			f.Pix[y*f.W+x] = 0
+			if white {
+				f.Pix[y*f.W+x] = 0xFFFFFF
+			}
+		}
+	}
+	_, ok = Read(f, p)
+	require.False(t, ok)
+}
