@@ -31,6 +31,17 @@ func Library() ([]*Scenario, error) {
 	return LoadDir(library, "library")
 }
 
+// LibraryDefaults is the embedded library's defaults file
+// (scenarios/library/defaults.yaml): the defaults of a user's scenario
+// file whose folder has none, where no checkout holds the file.
+func LibraryDefaults() []byte {
+	data, err := library.ReadFile("library/" + DefaultsFile)
+	if err != nil {
+		panic("scenarios: the embedded library has no " + DefaultsFile + ": " + err.Error())
+	}
+	return data
+}
+
 // Parse reads one scenario from data, with the defaults file's contents
 // (nil or empty for none) merged beneath it: mappings merge key by key, a
 // scenario's list or scalar replaces the defaults' one, and null removes a

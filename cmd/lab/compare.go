@@ -100,7 +100,7 @@ func abrKeys() []string {
 
 // compareCommand checks compare's flags and returns its job.
 func compareCommand(args []string, stderr io.Writer) (jobRun, error) {
-	j := newJobFlags("compare", `usage: lab compare -a CONFIG -b CONFIG [-scenario NAMES | -group GROUP] [flags]
+	j := newJobFlags("compare", `usage: lab compare -a CONFIG -b CONFIG [-scenario NAMES | -group GROUP] [flags] [FILE|DIR...]
 
 Runs scenarios under two configurations with the same seeds and judges B
 against A as the nightly judges new runs against the baseline: per scenario
@@ -119,7 +119,8 @@ initial bitrate and bounds, the kind's own defaults for the rest; before any
 ABR setting): -a as-written -b controller=gcc sets GCC beside the ABR.
 
 Without -scenario or -group the whole library runs (a configuration that
-does not apply to a scenario leaves it out, saying why).
+does not apply to a scenario leaves it out, saying why). Scenario files or
+folders after the flags (a team's own, as lab test takes them) run instead.
 
 flags:
 `, stderr)
@@ -131,6 +132,7 @@ flags:
 	j.path("out", "", "the report's folder (default out/compare)")
 	j.fs.String("parallel", "0", "sessions at once; 0 is every core")
 	j.fs.Bool("exact", false, exactUsage)
+	j.fileFlags()
 	jobArgs, err := j.parse(args, func(get func(string) string) error {
 		if get("b") == "" {
 			return errors.New("no -b: give the configuration to compare with -a, e.g. -b old-pipeline")

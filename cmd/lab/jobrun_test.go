@@ -18,17 +18,29 @@ func goArgs(j jobRun, err error) ([]string, error) {
 
 // A job runs its test binary with the test flags its go test command
 // gives the binary, each in its test. form, and the job's own arguments
-// as given, in lab/jobs.
+// as given after -root, in lab/jobs.
 func TestJobRunIsItsGoTestCommand(t *testing.T) {
 	j, err := sweepCommand([]string{"-threshold", "30ms", "-scenarios", "abr-lossy", "-out", "res"}, &bytes.Buffer{})
 	require.NoError(t, err)
 	root, err := moduleRoot()
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join(root, "lab", "jobs"), j.dir)
+	require.Equal(t, root, j.root, "in the checkout, the module's root")
 	args := j.goArgs()
-	require.Equal(t, []string{"test", "-C", j.dir, "-tags", "jobs", "-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args"}, args[:11])
+	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args"}, args[:11])
 	require.Equal(t, []string{"-test.run=^TestSweep$", "-test.count=1", "-test.timeout=0"}, j.testFlags(),
 		"the binary's flags are go test's -run, -count and -timeout")
+	require.Equal(t, "-root="+root, args[11])
 	require.Equal(t, "-threshold=30ms", j.args[0])
-	require.Equal(t, args[11:], j.args, "what follows -args, untouched")
+	require.Equal(t, args[12:], j.args, "what follows -args and -root, untouched")
+}
+
+// Outside the checkout a job's root is the working folder, where a team's
+// own scenarios, baselines and reports are.
+func TestJobRootOutsideTheCheckoutIsTheWorkingFolder(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	j, err := jobCommand("nightly", "TestNightly", nil)
+	require.NoError(t, err)
+	require.Equal(t, dir, j.root)
+	require.NotEqual(t, fromSource, processFor(j.root), "no source to build a job from")
 }

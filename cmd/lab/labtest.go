@@ -172,9 +172,9 @@ func labTest(ctx context.Context, args []string, stdout, stderr io.Writer, open 
 	case err != nil:
 		return 2 // the flag package said what, with the usage
 	}
-	root, err := moduleRoot()
+	root, err := workRoot()
 	if err != nil {
-		fmt.Fprintln(stderr, "lab test: not inside the latencylab module: lab test builds its sessions from the module's source, so run it from the checkout (scenario files may be anywhere)")
+		fmt.Fprintln(stderr, "lab test:", err)
 		return 1
 	}
 	scs, err := filetest.Load(o.paths, o.defaults)
@@ -244,7 +244,7 @@ func plural(n int, one, many string) string {
 
 // runExactFiles runs the sessions exact, in this process.
 func runExactFiles(ctx context.Context, root string, o testOptions, scs []*scenarios.Scenario, stdout, stderr io.Writer, open exactOpener) ([]filetest.Outcome, error) {
-	fmt.Fprintln(stderr, "lab test: preparing exact sessions (the first run builds the WebAssembly guest, about a minute)")
+	fmt.Fprintln(stderr, "lab test: preparing exact sessions (in a checkout, the first run builds the WebAssembly guest, about a minute; a new guest is compiled to machine code once, then cached)")
 	r, release, err := open(ctx, root, stderr)
 	if err != nil {
 		return nil, err

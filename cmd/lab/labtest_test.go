@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -245,8 +244,11 @@ network:
 }
 
 // -exact=false runs the files natively through the job's entry point in
-// worker processes, with the same progress, judging and outputs.
+// worker processes, with the same progress, judging and outputs; a lab
+// that is a test binary (as this one, and make dist's) runs the job in a
+// copy of itself, with no go command on PATH.
 func TestLabTestNatively(t *testing.T) {
+	t.Setenv("PATH", "")
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"pass.yaml": passingScenario, "fail.yaml": failingScenario})
 	out := filepath.Join(dir, "out")
@@ -284,16 +286,9 @@ func TestParseTestFlagsAnywhere(t *testing.T) {
 func TestLabTestOwnTraceSegment(t *testing.T) {
 	dir := t.TempDir()
 	mine := filepath.Join(dir, "mine")
-	var trace strings.Builder
-	for ms := 0; ms < 4000; ms += 8 { // 1.5 Mbit/s for 4 s
-		fmt.Fprintln(&trace, ms)
-	}
-	for ms := 4000; ms < 8000; ms++ { // then 12 Mbit/s for 4 s
-		fmt.Fprintln(&trace, ms)
-	}
 	writeFiles(t, mine, map[string]string{
 		"defaults.yaml":    "duration: 3s\nseed: 7\ncontroller: {bitrate: 4Mbit/s}\nagent: {frame_sizes: budget}\nscreen: [{at: 0s, source: animation}]\n",
-		"traces/cell.down": trace.String(),
+		"traces/cell.down": twoSpeedTrace(),
 		"segment.yaml": `name: fast-segment
 description: The fast half of a recording beside the file, from 4 s on.
 network:

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nuvirahub/latencylab/lab/jobs/entry"
 	"os"
 )
 
@@ -41,6 +42,9 @@ Run "lab <command> -h" or "lab help <command>" for a command's flags.
 `
 
 func main() {
+	if entry.Requested() {
+		entry.Main() // a job or a job's worker: a copy of lab started by jobRun
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
+
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nuvirahub/latencylab/lab/filetest"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +38,11 @@ func nightlyCmd(name string, args []string, stdout, stderr io.Writer) error {
 type jobFlags struct {
 	fs    *flag.FlagSet
 	paths []string // flags holding paths
+	// files lets the job take scenario files and folders after the
+	// flags (a team's own, as lab test takes them), instead of the
+	// library's; they are loaded here, so that a mistake in one is told
+	// before any session runs.
+	files bool
 }
 
 func newJobFlags(name, usage string, stderr io.Writer) *jobFlags {
@@ -58,15 +66,18 @@ func (j *jobFlags) parse(args []string, check func(get func(string) string) erro
 	if err := j.fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if j.fs.NArg() > 0 {
+	if j.fs.NArg() > 0 && !j.files {
 		return nil, fmt.Errorf("%s: unexpected argument %q", j.fs.Name(), j.fs.Arg(0))
 	}
 	get := func(name string) string { return j.fs.Lookup(name).Value.String() }
 	if err := check(get); err != nil {
 		return nil, fmt.Errorf("%s: %w", j.fs.Name(), err)
 	}
+	files, err := j.checkFiles(get)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	var err error
 	j.fs.Visit(func(f *flag.Flag) {
 		v := f.Value.String()
 		for _, p := range j.paths {
@@ -78,7 +89,34 @@ func (j *jobFlags) parse(args []string, check func(get func(string) string) erro
 		}
 		out = append(out, "-"+f.Name+"="+v)
 	})
-	return out, err
+	return append(out, files...), err
+}
+
+// checkFiles loads the scenario files given after the flags, if any, and
+// returns the job's arguments that name them: the working folder (-dir),
+// which their paths are relative to, then the paths.
+func (j *jobFlags) checkFiles(get func(string) string) ([]string, error) {
+	if j.fs.NArg() == 0 {
+		return nil, nil
+	}
+	if get("group") != "" || get("scenario") != "" {
+		return nil, fmt.Errorf("%s: -group and -scenario pick from the library: with scenario files, name the files or folders to run instead", j.fs.Name())
+	}
+	if _, err := filetest.Load(j.fs.Args(), get("defaults")); err != nil {
+		return nil, fmt.Errorf("%s: the scenario files: %w", j.fs.Name(), err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{"-dir=" + wd, "--"}, j.fs.Args()...), nil
+}
+
+// fileFlags lets the job take scenario files (jobFlags.files), with the
+// -defaults flag lab test has.
+func (j *jobFlags) fileFlags() {
+	j.files = true
+	j.path("defaults", "", "with scenario files: the defaults file of every one (default: each folder's defaults.yaml, else the library's)")
 }
 
 // given tells whether the flag was on the command line.
@@ -122,7 +160,7 @@ func nightlyCommand(name string, args []string, stderr io.Writer) (jobRun, error
 	accept := name == "accept"
 	var usage string
 	if accept {
-		usage = `usage: lab accept [flags]
+		usage = `usage: lab accept [flags] [FILE|DIR...]
 
 Runs the nightly (the library as written, every seed) and writes its runs'
 evidence as the new baseline in testdata/baselines, to be committed: after
@@ -131,10 +169,14 @@ replaces only those scenarios' baselines. A baseline names the commit its
 runs were made from, so accept refuses a work tree with uncommitted changes:
 commit the change, accept, then commit testdata/baselines.
 
+Scenario files or folders after the flags (a team's own, as lab test takes
+them) replace the library; their baselines' default folder is then
+baselines, in the working folder.
+
 flags:
 `
 	} else {
-		usage = `usage: lab nightly [flags]
+		usage = `usage: lab nightly [flags] [FILE|DIR...]
 
 Runs the scenario library with several seeds, compares every scenario with
 its baseline (testdata/baselines), writes report.md and report.html, and
@@ -142,7 +184,10 @@ exits non-zero on a regression or a failed session, listing each with its
 evidence. A regression needs both: the bootstrap interval of the difference
 (runs resampled, then frames) excludes 0, and the difference reaches the
 practical minimum (latency: max(2 ms, 5%)). -variant runs a configuration
-against the baseline instead of the code as written:
+against the baseline instead of the code as written. Scenario files or
+folders after the flags (a team's own, as lab test takes them) replace the
+library; their baselines' default folder is then baselines, in the working
+folder. Configurations:
 
 ` + configHelp() + `
 flags:
@@ -150,12 +195,13 @@ flags:
 	}
 	j := newJobFlags(name, usage, stderr)
 	j.fs.String("seeds", "", "seeds, comma-separated (default 1,2,3, the baseline's)")
-	j.path("baseline", "", "the baselines' folder (default testdata/baselines)")
+	j.path("baseline", "", "the baselines' folder (default testdata/baselines; with scenario files, baselines)")
 	j.path("out", "", "the report's folder (default out/nightly)")
 	j.fs.String("group", "", "run one group of the library: "+strings.Join(scenarios.Groups, ", "))
 	j.fs.String("scenario", "", "run these scenarios of the library, comma-separated")
 	j.fs.String("parallel", "0", "sessions at once; 0 is every core")
 	j.fs.Bool("exact", false, exactUsage)
+	j.fileFlags()
 	if accept {
 		j.fs.Bool("allow-dirty", false, "accept from a work tree with uncommitted changes (the baselines then name a commit with -dirty, which no checkout has)")
 	} else {
@@ -176,7 +222,8 @@ flags:
 		return jobRun{}, err
 	}
 	if accept {
-		jobArgs = append(jobArgs, "-accept")
+		// First: scenario files, if any, end the arguments.
+		jobArgs = append([]string{"-accept"}, jobArgs...)
 	}
 	return jobCommand(name, "TestNightly", jobArgs)
 }
@@ -184,23 +231,19 @@ flags:
 // exactUsage is the -exact flag's help for the nightly and compare.
 const exactUsage = "run every session exact (lab/exact): the same result from any run or machine, about 10x slower; otherwise in native worker processes, where a few sessions in a hundred differ from run to run"
 
-// jobCommand is the job that runs test of lab/jobs with the job's
-// arguments.
+// jobCommand is the job that runs test of package entry with the job's
+// arguments, from the working folder's root (workRoot).
 func jobCommand(name, test string, jobArgs []string) (jobRun, error) {
-	root, err := moduleRoot()
+	root, err := workRoot()
 	if err != nil {
-		return jobRun{}, fmt.Errorf("%s: not inside the latencylab module: lab %s runs its sessions from the module's source under go test; run it from the checkout", name, name)
+		return jobRun{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return jobRun{dir: jobsDir(root), test: test, args: jobArgs}, nil
+	return jobRun{root: root, test: test, args: jobArgs}, nil
 }
 
-// goTest runs a job, its output streamed: built with go test -c and run
-// as go test would run it (jobRun says why).
+// goTest runs a job, its output streamed, as go test would run it
+// (jobRun says where).
 func goTest(name string, j jobRun, stdout, stderr io.Writer) error {
-	if _, err := exec.LookPath("go"); err != nil {
-		return fmt.Errorf("%s: the go command is not on PATH (%w): the lab runs its sessions under go test, "+
-			"since virtual time needs testing/synctest; install Go 1.26 or add it to PATH", name, err)
-	}
 	err := j.run(stdout, stderr)
 	if errors.Is(err, errJobBuild) {
 		return fmt.Errorf("%s: %w", name, err)

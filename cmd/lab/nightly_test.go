@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,15 +17,15 @@ func TestNightlyCommand(t *testing.T) {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	root := filepath.Dir(filepath.Dir(wd))
-	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestNightly$", "-count=1", "-timeout", "0", "-args",
+	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestNightly$", "-count=1", "-timeout", "0", "-args", "-root=" + root,
 		"-group=pipeline", "-out=" + filepath.Join(wd, "o"), "-seeds=1,2", "-variant=old-pipeline"}, args)
 
 	args, err = goArgs(nightlyCommand("accept", []string{"-scenario", "lan-animation"}, &bytes.Buffer{}))
 	require.NoError(t, err)
-	require.Equal(t, []string{"-scenario=lan-animation", "-accept"}, args[len(args)-2:])
+	require.Equal(t, []string{"-root=" + root, "-accept", "-scenario=lan-animation"}, args[len(args)-3:])
 	args, err = goArgs(nightlyCommand("accept", []string{"-allow-dirty"}, &bytes.Buffer{}))
 	require.NoError(t, err)
-	require.Equal(t, []string{"-allow-dirty=true", "-accept"}, args[len(args)-2:], "accepting from a dirty tree only when told")
+	require.Equal(t, []string{"-root=" + root, "-accept", "-allow-dirty=true"}, args[len(args)-3:], "accepting from a dirty tree only when told")
 
 	args, err = goArgs(nightlyCommand("nightly", []string{"-exact"}, &bytes.Buffer{}))
 	require.NoError(t, err)
@@ -49,7 +48,8 @@ func TestNightlyCommandRefusesBadFlags(t *testing.T) {
 		{"nightly", []string{"-group", "lans"}, `nightly: no group "lans" (did you mean lan?)`},
 		{"accept", []string{"-variant", "old-pipeline"}, "flag provided but not defined: -variant"},
 		{"nightly", []string{"-allow-dirty"}, "flag provided but not defined: -allow-dirty"},
-		{"nightly", []string{"extra"}, `nightly: unexpected argument "extra"`},
+		{"nightly", []string{"extra"}, `nightly: the scenario files: extra: no such file or folder`},
+		{"nightly", []string{"-group", "lan", "."}, "nightly: -group and -scenario pick from the library: with scenario files, name the files or folders to run instead"},
 		{"compare", []string{"-a", "as-written"}, "compare: no -b"},
 		{"compare", []string{"-b", "hold=1"}, "compare: -b: configuration \"hold=1\": hold: 1 is missing a unit"},
 		{"compare", []string{"-b", "old-pipeline", "-scenario", "nope"}, `compare: no scenario "nope" in the library`},
@@ -79,11 +79,4 @@ func TestNightlyUsage(t *testing.T) {
 	require.Contains(t, stderr.String(), "usage: lab accept")
 	require.Contains(t, stderr.String(), "accept refuses a work tree with uncommitted changes")
 	require.Contains(t, stderr.String(), "-allow-dirty")
-}
-
-func TestGoTestNeedsGo(t *testing.T) {
-	t.Setenv("PATH", "")
-	err := goTest("nightly", jobRun{dir: t.TempDir(), test: "TestNightly"}, &bytes.Buffer{}, &bytes.Buffer{})
-	require.ErrorContains(t, err, "nightly: the go command is not on PATH")
-	require.True(t, strings.Contains(err.Error(), "testing/synctest"))
 }

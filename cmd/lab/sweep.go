@@ -64,7 +64,7 @@ flags:
 	if fs.NArg() > 0 {
 		return jobRun{}, fmt.Errorf("sweep: unexpected argument %q", fs.Arg(0))
 	}
-	root, err := moduleRoot()
+	root, err := workRoot()
 	if err != nil {
 		return jobRun{}, err
 	}
@@ -85,7 +85,7 @@ flags:
 	if err != nil {
 		return jobRun{}, err
 	}
-	return jobRun{dir: jobsDir(root), test: "TestSweep", args: jobArgs}, nil
+	return jobRun{root: root, test: "TestSweep", args: jobArgs}, nil
 }
 
 // moduleRoot finds the lab's module root above the working directory.
@@ -144,7 +144,3 @@ func sweepMerge(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "report: %s.md, %s.html; table: %s\n", base, base, filepath.Join(*dir, sweep.TableFile))
 	return nil
 }
-
-// jobsDir is the folder of the jobs' entry points (package lab/jobs),
-// where go test runs them.
-func jobsDir(root string) string { return filepath.Join(root, "lab", "jobs") }

@@ -22,7 +22,7 @@ func TestSweepCommand(t *testing.T) {
 	require.NoError(t, err)
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args",
+	require.Equal(t, []string{"test", "-C", filepath.Join(root, "lab", "jobs"), "-tags", "jobs", "-run", "^TestSweep$", "-count=1", "-timeout", "0", "-args", "-root=" + root,
 		"-threshold=30ms,60ms", "-scenarios=abr-lossy", "-seeds=", "-warmup=2s", "-shard=2/3", "-out=" + filepath.Join(wd, "res"), "-parallel=0", "-exact=false"}, args)
 	args, err = goArgs(sweepCommand([]string{"-scenarios", "abr-lossy"}, &bytes.Buffer{}))
 	require.NoError(t, err)
@@ -42,12 +42,22 @@ func TestSweepCommandRefusesBadFlags(t *testing.T) {
 	}
 }
 
-// Without go on PATH there is no way to make a bubble: say so.
-func TestSweepNeedsGo(t *testing.T) {
+// Without go on PATH, a lab that carries no exact guest (this test
+// binary, or a plain go build) runs the sweep's job but cannot build the
+// guest its exact sessions need: it says so, and what to do instead.
+func TestSweepExactNeedsAGuest(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	err := sweepCmd([]string{"-scenarios", "abr-lossy"}, &bytes.Buffer{}, &bytes.Buffer{})
-	require.ErrorContains(t, err, "the go command is not on PATH")
-	require.ErrorContains(t, err, "install Go")
+	var stdout, stderr bytes.Buffer
+	err := sweepCmd([]string{"-scenarios", "abr-lossy", "-out", t.TempDir()}, &stdout, &stderr)
+	require.ErrorContains(t, err, "sweep: the job failed")
+	require.Contains(t, stdout.String()+stderr.String(), "the go command that builds it from "+filepath.Dir(filepath.Dir(mustWd(t)))+" is not on PATH")
+	require.Contains(t, stdout.String()+stderr.String(), "run natively (-exact=false)")
+}
+
+func mustWd(t *testing.T) string {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return wd
 }
 
 // sweep-merge turns parts into the report and table; it runs no session.

@@ -151,11 +151,11 @@ flags:
 	} else {
 		fmt.Fprintf(stdout, "tune in %s goes on where it stopped (its settings are %s; the flags are not read again)\n", dir, filepath.Join(dir, tune.SettingsFile))
 	}
-	root, err := moduleRoot()
+	root, err := workRoot()
 	if err != nil {
 		return err
 	}
-	return goTest("tune", jobRun{dir: jobsDir(root), test: "TestTune",
+	return goTest("tune", jobRun{root: root, test: "TestTune",
 		args: []string{"-tune-state=" + dir, "-parallel=" + strconv.Itoa(*parallel)}}, stdout, stderr)
 }
 
@@ -207,7 +207,7 @@ func tuneSettings(params, scs, heldOut, seeds, valSeeds, warmup, duration, gridP
 	// The training and held-out scenarios must load and take the ABR
 	// before a session runs.
 	if len(errs) == 0 {
-		root, err := moduleRoot()
+		root, err := workRoot()
 		if err != nil {
 			return s, err
 		}
@@ -268,7 +268,7 @@ func scenarioFolder(item string) ([]string, error) {
 	}
 	dir := item
 	if !filepath.IsAbs(dir) {
-		root, err := moduleRoot()
+		root, err := workRoot()
 		if err != nil {
 			return nil, err
 		}

@@ -53,6 +53,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,7 +77,8 @@ const GuestPackage = "./lab/sessionproc/guest"
 
 // Options configure Open.
 type Options struct {
-	// Root is the module's root, where the guest is built.
+	// Root is the module's root, where the guest is built, unless the
+	// lab binary carries its guest (make dist's): then it is not read.
 	Root string
 	// CacheDir keeps the guest compiled to machine code between runs;
 	// empty is latencylab/exact in the user's cache folder (or, without
@@ -171,11 +173,15 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := Build(ctx, root)
+	bin, shipped, err := guestFor(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	logf("exact: guest built (%s, %.1f MB) in %s\n", GuestPackage, float64(len(bin))/1e6, time.Since(began).Round(100*time.Millisecond))
+	if shipped {
+		logf("exact: the guest built into this lab (%.1f MB, sha256 %.16s)\n", float64(len(bin))/1e6, ShippedGuestSHA)
+	} else {
+		logf("exact: guest built (%s, %.1f MB) in %s\n", GuestPackage, float64(len(bin))/1e6, time.Since(began).Round(100*time.Millisecond))
+	}
 	cache, err := wazero.NewCompilationCacheWithDir(o.CacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("exact: compilation cache %s: %w", o.CacheDir, err)
@@ -239,6 +245,48 @@ func parseEnv(env [][2]string, kvs []string) ([][2]string, error) {
 		env = append(env, [2]string{name, value})
 	}
 	return env, nil
+}
+
+// ShippedGuestSHA is the SHA-256, in hex, of the guest built from this
+// binary's own source, set when the binary is linked (make dist:
+// -ldflags=-X=...ShippedGuestSHA=...) beside the guest it builds in. A
+// binary whose built-in guest has another hash, or that names a hash but
+// carries no guest, refuses exact sessions (ErrGuestMismatch): its native
+// sessions and its exact ones would run different code.
+var ShippedGuestSHA string
+
+// ErrGuestMismatch is the refusal of exact sessions by a binary whose
+// built-in guest is not the one built from its own source.
+var ErrGuestMismatch = errors.New("exact: the guest built into this lab is not the one built from its source")
+
+// ErrNoGuest is the refusal of exact sessions by a lab that carries no
+// guest, outside the module's source, or without the go command to build
+// one.
+var ErrNoGuest = errors.New("exact: no guest to run sessions in")
+
+// guestFor is the guest's WebAssembly: the one built into this binary,
+// checked against the hash it was linked with; else built from the
+// module's source in root. shipped says which.
+func guestFor(ctx context.Context, root string) (bin []byte, shipped bool, err error) {
+	if shippedGuest != nil || ShippedGuestSHA != "" {
+		sum := sha256.Sum256(shippedGuest)
+		if got := hex.EncodeToString(sum[:]); shippedGuest == nil || got != ShippedGuestSHA {
+			return nil, false, fmt.Errorf("%w (built in: %d bytes, sha256 %.16s; built from its source: sha256 %.16s): "+
+				"build the lab with make dist, which builds both from one source, or run natively (-exact=false)",
+				ErrGuestMismatch, len(shippedGuest), got, ShippedGuestSHA)
+		}
+		return shippedGuest, true, nil
+	}
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(GuestPackage))); err != nil {
+		return nil, false, fmt.Errorf("%w: this lab carries none (make dist builds one in), and %s is not the latencylab module to build it from (%s is missing); "+
+			"run natively (-exact=false), from the lab's checkout, or with a lab built by make dist", ErrNoGuest, root, GuestPackage)
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return nil, false, fmt.Errorf("%w: this lab carries none (make dist builds one in), and the go command that builds it from %s is not on PATH; "+
+			"run natively (-exact=false), add Go to PATH, or use a lab built by make dist", ErrNoGuest, root)
+	}
+	bin, err = Build(ctx, root)
+	return bin, false, err
 }
 
 // Build compiles the guest's test binary to WebAssembly from the source

@@ -209,7 +209,12 @@ func (l *loader) defaultsFor(file, named string) (string, []byte, error) {
 		return "", nil, &scenarios.Error{File: candidate, Msg: reason(err)}
 	}
 	lib, err := libraryDefaults()
-	if err != nil {
+	if errors.Is(err, modroot.ErrNotFound) {
+		// Outside the checkout (a lab binary in a team's repository):
+		// the copy built into the lab, named as the checkout's file.
+		lib = LibraryDefaults
+		l.defaults[lib] = scenarios.LibraryDefaults()
+	} else if err != nil {
 		return "", nil, &scenarios.Error{File: file, Msg: "its folder has no " + scenarios.DefaultsFile + " and the library's does not open: " + err.Error()}
 	}
 	if data, ok := l.defaults[lib]; ok {
@@ -225,8 +230,9 @@ func (l *loader) defaultsFor(file, named string) (string, []byte, error) {
 
 // libraryDefaults is the library's defaults file. It is read from the
 // checkout, where lab test and go test run (the exact sessions' guest and
-// the worker processes are built from it): package scenarios keeps its
-// embedded copy to itself. The path is made relative to the working
+// the worker processes are built from it), so that an edit of it counts
+// at once; outside one it is modroot.ErrNotFound, and the copy built into
+// the lab (scenarios.LibraryDefaults) counts. The path is made relative to the working
 // directory when it can be, so that a message names it as a user would.
 func libraryDefaults() (string, error) {
 	root, err := modroot.Find()

@@ -14,6 +14,7 @@ import (
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
+	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // DefaultCompareOut is compare's report folder, relative to the module's
@@ -27,8 +28,10 @@ type CompareOptions struct {
 	// A and B are the configurations (jobspec.Parse); B is judged against
 	// A, as new runs against a baseline.
 	A, B string
-	// Scenarios names scenarios of the library; else Group picks a group;
-	// else the whole library runs.
+	// Files, when given, are the scenarios to run (a team's own folder,
+	// loaded by filetest.Load); else Scenarios names scenarios of the
+	// library; else Group picks a group; else the whole library runs.
+	Files     []*scenarios.Scenario
 	Scenarios []string
 	Group     string
 	// Seeds are the seeds (default 1, 2, 3).
@@ -117,7 +120,7 @@ func Compare(t *testing.T, o CompareOptions) (*CompareRun, error) {
 	if a.Spec == b.Spec {
 		return nil, fmt.Errorf("-a and -b are the same configuration, %q: nothing to compare", a.Spec)
 	}
-	scs, err := jobspec.Select(o.Group, o.Scenarios)
+	scs, err := selectScenarios(o.Files, o.Group, o.Scenarios)
 	if err != nil {
 		return nil, err
 	}

@@ -13,12 +13,18 @@ import (
 	"github.com/nuvirahub/latencylab/lab/jobspec"
 	"github.com/nuvirahub/latencylab/reports"
 	"github.com/nuvirahub/latencylab/reports/render"
+	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // Defaults of the nightly, relative to the module's root.
 const (
 	DefaultBaselines  = "testdata/baselines"
 	DefaultNightlyOut = "out/nightly"
+	// DefaultFileBaselines is the baselines' folder of a nightly of a
+	// team's own scenario files, relative to the folder the job runs in
+	// (the user's): a repository with scenarios/ and baselines/ side by
+	// side (docs/own-scenarios.md).
+	DefaultFileBaselines = "baselines"
 )
 
 // DefaultSeeds are the nightly's seeds, the committed baseline's.
@@ -34,6 +40,11 @@ type NightlyOptions struct {
 	Seeds []uint64
 	// Baselines is the baselines' folder; Out the report's.
 	Baselines, Out string
+	// Files, when given, are the scenarios to run instead of the
+	// library's (a team's own folder, loaded by filetest.Load); their
+	// baselines' folder is then DefaultFileBaselines unless Baselines
+	// says otherwise.
+	Files []*scenarios.Scenario
 	// Scenarios limits the run to scenarios of the library, Group to a
 	// group; a limited run neither prunes baselines nor calls any stale.
 	Scenarios []string
@@ -109,7 +120,7 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 			"Commit the change first (git status lists it), then accept, and commit testdata/baselines; "+
 			"or, to accept anyway, lab accept -allow-dirty (the baselines then say %s)", ErrDirty, o.Root, commit, commit)
 	}
-	scs, err := jobspec.Select(o.Group, o.Scenarios)
+	scs, err := selectScenarios(o.Files, o.Group, o.Scenarios)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +128,11 @@ func Nightly(t *testing.T, o NightlyOptions) (*NightlyRun, error) {
 	if len(scs) == 0 {
 		return nil, fmt.Errorf("configuration %q applies to no scenario:\n%s", cfg.Spec, strings.Join(left, "\n"))
 	}
-	dir, out := under(o.Root, o.Baselines, DefaultBaselines), under(o.Root, o.Out, DefaultNightlyOut)
+	defBaselines := DefaultBaselines
+	if o.Files != nil {
+		defBaselines = DefaultFileBaselines
+	}
+	dir, out := under(o.Root, o.Baselines, defBaselines), under(o.Root, o.Out, DefaultNightlyOut)
 	baselines, err := reports.ReadBaselines(dir)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,10 @@
 package jobs
 
 import (
+	"errors"
+
+	"github.com/nuvirahub/latencylab/lab/jobspec"
+	"github.com/nuvirahub/latencylab/scenarios"
 	"path/filepath"
 
 	"github.com/nuvirahub/latencylab/internal/modroot"
@@ -37,4 +41,20 @@ func under(root, p, def string) string {
 		return p
 	}
 	return filepath.Join(root, p)
+}
+
+// selectScenarios is a job's scenarios: the files given, else the
+// library's (a group, named ones, or all). Files are chosen by naming
+// them, so -group and -scenario are refused beside them.
+func selectScenarios(files []*scenarios.Scenario, group string, names []string) ([]*scenarios.Scenario, error) {
+	if files == nil {
+		return jobspec.Select(group, names)
+	}
+	if group != "" || len(names) > 0 {
+		return nil, errors.New("-group and -scenario pick from the library: with scenario files, name the files or folders to run instead")
+	}
+	if len(files) == 0 {
+		return nil, errors.New("no scenario in the files given")
+	}
+	return files, nil
 }

@@ -89,16 +89,23 @@ type worker struct {
 
 // startWorker starts a copy of the test binary serving test.
 func startWorker(test string) (*worker, error) {
-	r, w, err := os.Pipe()
+	// The running binary by its path, not os.Args[0]: a job may have
+	// changed its working folder (to the user's, for scenario files),
+	// and a lab binary started from PATH has a bare name there.
+	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jobs: start worker: %w", err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=0")
+	cmd := exec.Command(exe, "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=0")
 	godebug := "asyncpreemptoff=1"
 	if g := os.Getenv("GODEBUG"); g != "" {
 		godebug = g + "," + godebug
 	}
 	cmd.Env = append(os.Environ(), workerEnv+"="+test, "GOMAXPROCS=1", "GODEBUG="+godebug)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stdout = io.Discard
 	var stderr strings.Builder // read only after the worker has ended

@@ -90,9 +90,16 @@ func (item Item) Scenario() (*scenarios.Scenario, error) {
 	return sc, nil
 }
 
+// Seeded reports whether Run seeds crypto/rand: testing/cryptotest does so
+// only in a test binary (testing.Testing), which a lab binary is when
+// built as make dist builds it (-X testing.testBinary=1); a plain go
+// build's sessions draw QUIC's and TLS's randomness unseeded, so two runs
+// of a seed differ.
+func Seeded() bool { return testing.Testing() }
+
 // Run runs the item's session in a bubble of its own, with crypto/rand
-// seeded by the scenario's seed (testing/cryptotest: for the whole
-// process, so never from parallel tests). It is what makes a session a
+// seeded by the scenario's seed when Seeded (testing/cryptotest: for the
+// whole process, so never from parallel tests). It is what makes a session a
 // function of its scenario and seed, as far as the process's scheduling
 // allows.
 func Run(t *testing.T, item Item) Result {
@@ -102,7 +109,9 @@ func Run(t *testing.T, item Item) Result {
 	}
 	var res Result
 	began := time.Now()
-	cryptotest.SetGlobalRandom(t, sc.Seed)
+	if Seeded() {
+		cryptotest.SetGlobalRandom(t, sc.Seed)
+	}
 	if item.CollectEvery > 0 {
 		// Off, which waits for a collection under way to end; then one
 		// whole collection (its workers made, its sweep done), so that
