@@ -1,14 +1,22 @@
-# The lab as a container image, for running ABR sweeps and tunes on a
-# cluster (lab/cluster/k8s, docs/cluster.md): the module's source in /src,
-# lab in /usr/local/bin, and the caches warm, so that a shard starts its
+# Two images from one file.
+#
+# The default (the last stage, lab): the release, make dist's lab binary
+# alone on Debian's slim image, with no Go toolchain and no source. It runs
+# every job on a team's own folder (mounted at /work) or on the library
+# built into it; with --build-arg DESKTOP=1 it also holds the X server, VNC
+# and RDP servers and viewers that lab vnc drives.
+#
+#   docker build -t latencylab .
+#   docker run --rm -v "$PWD:/work" latencylab test scenarios
+#
+# The cluster's (--target cluster): the module's source in /src, lab in
+# /usr/local/bin, and the caches warm, for ABR sweeps and tunes on a
+# cluster (lab/cluster/k8s, docs/cluster.md), whose Jobs read the grids
+# and the tune's folders from the source tree, so that a shard starts its
 # sessions within seconds rather than after a minute of compiling.
 #
-# lab sweep runs its sessions under go test (virtual time needs
-# testing/synctest), from the module's source: hence the Go toolchain and
-# the source, not a lone binary.
-#
-#   docker build -t ghcr.io/nuvirahub/latencylab:latest .
-FROM golang:1.26-bookworm
+#   docker build --target cluster -t ghcr.io/nuvirahub/latencylab:latest .
+FROM golang:1.26-bookworm AS cluster
 
 # No cgo. Sweeps and tunes run exact sessions, in WebAssembly, where there
 # is no cgo, and the exact mode refuses the OpenH264 presets: nothing they
@@ -40,3 +48,25 @@ RUN go build -o /usr/local/bin/lab ./cmd/lab
 # the guest again; the sessions' results do not depend on it.
 RUN lab sweep -scenarios abr-lossy -threshold 60ms -seeds 1 -warmup 1s -duration 2s -out /tmp/warm \
  && rm -rf /tmp/warm
+
+# The release's build: make dist's, for the platform the image is built
+# for (the guest inside is WebAssembly, the same for every platform).
+FROM golang:1.26-bookworm AS release
+ARG TARGETARCH=amd64
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN go run ./internal/release/mkdist -out /dist linux/${TARGETARCH} && mv /dist/lab-linux-${TARGETARCH} /dist/lab
+
+# The slim image: the binary, and the desktop programs when asked for.
+FROM debian:bookworm-slim AS lab
+ARG DESKTOP=
+RUN if [ -n "$DESKTOP" ]; then \
+      apt-get update && apt-get install -y --no-install-recommends \
+        xvfb x11vnc tigervnc-standalone-server tigervnc-viewer xrdp freerdp2-x11 novnc websockify \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
+COPY --from=release /dist/lab /usr/local/bin/lab
+WORKDIR /work
+ENTRYPOINT ["lab"]

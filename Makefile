@@ -280,3 +280,16 @@ nightly:
 	go test -C lab/jobs -tags jobs -run '^TestNightly$$' -count=1 -timeout 0 -args -seeds $(NIGHTLY_SEEDS) -out $(abspath $(NIGHTLY_OUT))
 accept-baseline:
 	go test -C lab/jobs -tags jobs -run '^TestNightly$$' -count=1 -timeout 0 -args -seeds $(NIGHTLY_SEEDS) -out $(abspath $(NIGHTLY_OUT)) -accept
+
+# dist builds the release into $(DIST_OUT): lab for linux/amd64 and
+# linux/arm64 (lab-linux-amd64, lab-linux-arm64), each one file that runs
+# every job with no Go toolchain and no source beside it: linked as a test
+# binary, so that its native sessions are seeded, with its exact guest
+# built from the same source and built in, and without cgo (no C library
+# needed where it runs; the OpenH264 presets are then unavailable). The
+# Dockerfile's default image is the slim one around it. How and why:
+# internal/release, docs/architecture.md.
+DIST_OUT ?= dist
+.PHONY: dist
+dist:
+	go run ./internal/release/mkdist -out $(DIST_OUT) linux/amd64 linux/arm64

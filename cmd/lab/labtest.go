@@ -293,14 +293,7 @@ func runNativeFiles(root string, o testOptions, stdout, stderr io.Writer) ([]fil
 	if err != nil {
 		return nil, err
 	}
-	// go test's own closing lines (PASS, ok) say nothing here: the
-	// summary follows.
-	filter := &lineFilter{w: stdout, drop: func(line []byte) bool {
-		return string(line) == "PASS\n" || bytes.HasPrefix(line, []byte("ok  \t"))
-	}}
-	err = goTest("test", job, filter, stderr)
-	filter.Flush()
-	if err != nil {
+	if err := goTest("test", job, stdout, stderr); err != nil {
 		return nil, err
 	}
 	return readOutcomes(sessionsFile)

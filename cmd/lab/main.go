@@ -35,8 +35,10 @@ commands:
   vnc     a real remote desktop (x11vnc, Xvnc, xrdp) measured through a scenario's network, as root: update latency per screen change
           with the lab's RFB client, or glass to glass through a real viewer (-viewer vncviewer, xfreerdp, novnc); "lab desktop" too
   record  real desktop applications (xterm, Chromium, mpv, ...) under Xvfb, recorded losslessly with their X damage
+  grafana the lab's Grafana set-up (dashboards, provisioning, Prometheus, compose file) written into a folder
   openmetrics  a result as OpenMetrics with timestamps, for promtool tsdb create-blocks-from openmetrics
   test    your own scenario files in virtual time, exact: progress, summary, results, report, JUnit XML
+  suite   the scenario library built into lab, once each, as make suite runs it: progress, summary table, results
 
 Run "lab <command> -h" or "lab help <command>" for a command's flags.
 `
@@ -81,8 +83,12 @@ func main() {
 		err = ccgridCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "openmetrics":
 		err = openmetricsCmd(os.Args[2:], os.Stdout)
+	case "grafana":
+		err = grafanaCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "test":
 		os.Exit(testMain(os.Args[2:], os.Stdout, os.Stderr)) // 0, 1 or 2: its own statuses
+	case "suite":
+		err = suiteCmd(os.Args[2:], os.Stdout, os.Stderr)
 	case "shell":
 		os.Exit(shellMain(os.Args[2:])) // CMD's status
 	case "vnc", "desktop":

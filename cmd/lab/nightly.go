@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 
 	"errors"
@@ -244,7 +245,13 @@ func jobCommand(name, test string, jobArgs []string) (jobRun, error) {
 // goTest runs a job, its output streamed, as go test would run it
 // (jobRun says where).
 func goTest(name string, j jobRun, stdout, stderr io.Writer) error {
-	err := j.run(stdout, stderr)
+	// go test's own closing lines (PASS, ok) say nothing here: the job
+	// has printed its summary.
+	filter := &lineFilter{w: stdout, drop: func(line []byte) bool {
+		return string(line) == "PASS\n" || bytes.HasPrefix(line, []byte("ok  \t"))
+	}}
+	err := j.run(filter, stderr)
+	filter.Flush()
 	if errors.Is(err, errJobBuild) {
 		return fmt.Errorf("%s: %w", name, err)
 	}

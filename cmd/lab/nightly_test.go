@@ -80,3 +80,17 @@ func TestNightlyUsage(t *testing.T) {
 	require.Contains(t, stderr.String(), "accept refuses a work tree with uncommitted changes")
 	require.Contains(t, stderr.String(), "-allow-dirty")
 }
+
+// lab suite checks its selection before it starts the job.
+func TestSuiteCommand(t *testing.T) {
+	args, err := goArgs(suiteCommand([]string{"-group", "lan", "-out", "o"}, &bytes.Buffer{}))
+	require.NoError(t, err)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.Equal(t, []string{"-group=lan", "-out=" + filepath.Join(wd, "o")}, args[len(args)-2:])
+	require.Contains(t, args, "^TestSuite$")
+	_, err = suiteCommand([]string{"-group", "lans"}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `suite: no group "lans" (did you mean lan?)`)
+	_, err = suiteCommand([]string{"extra"}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `suite: unexpected argument "extra"`)
+}

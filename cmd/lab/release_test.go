@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -16,14 +17,18 @@ import (
 
 	"github.com/nuvirahub/latencylab/internal/release"
 	"github.com/nuvirahub/latencylab/lab/exact"
+	"github.com/nuvirahub/latencylab/lab/filetest"
+	"github.com/nuvirahub/latencylab/lab/jobs"
+	"github.com/nuvirahub/latencylab/reports"
 )
 
 // The release binary (internal/release, make dist) runs a team's own
-// folder from an empty working folder with no go command on PATH: lab test
-// natively and exact, lab accept, then lab nightly against the baselines
-// it wrote. Its exact result is the checkout's, byte for byte (all but the
-// wall time), and a lab whose built-in guest is not its own refuses exact
-// sessions.
+// folder from an empty working folder with no go command on PATH: lab
+// test natively and exact, lab accept, then lab nightly against the
+// baselines it wrote, and lab suite on the library built in. Its exact
+// result is the checkout's, byte for byte (all but the wall time). (A lab
+// whose built-in guest is not its own refuses exact sessions: lab/exact's
+// TestShippedGuestMustBeItsOwn.)
 func TestReleaseBinaryRunsAFolderAnywhere(t *testing.T) {
 	root, err := moduleRoot()
 	require.NoError(t, err)
@@ -34,12 +39,12 @@ func TestReleaseBinaryRunsAFolderAnywhere(t *testing.T) {
 	b, err := release.Build(t.Context(), release.Options{Root: root, Out: filepath.Join(bin, "lab")})
 	require.NoError(t, err)
 
+	// The worked example of a team's repository (docs/own-scenarios.md):
+	// its scenarios, a trace beside them, its CI job; not its baselines,
+	// which the lab accepts here.
 	mine := t.TempDir()
-	writeFiles(t, filepath.Join(mine, "scenarios"), map[string]string{
-		"defaults.yaml":    "duration: 3s\nseed: 7\ncontroller: {bitrate: 4Mbit/s}\nagent: {frame_sizes: budget}\nscreen: [{at: 0s, source: animation}]\n",
-		"traces/cell.down": twoSpeedTrace(),
-		"segment.yaml":     segmentScenario,
-	})
+	require.NoError(t, os.CopyFS(mine, os.DirFS(filepath.Join(root, "docs", "team-example"))))
+	require.NoError(t, os.RemoveAll(filepath.Join(mine, "baselines")))
 	lab := func(want int, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(b.Binary, args...)
@@ -64,7 +69,7 @@ func TestReleaseBinaryRunsAFolderAnywhere(t *testing.T) {
 	require.NoError(t, err, "the test itself needs go, to build the release")
 
 	out := lab(0, "test", "-exact=false", "-out", "out/native", "scenarios")
-	require.Contains(t, out, "1 session: 1 passed")
+	require.Contains(t, out, "2 sessions: 2 passed")
 	require.Contains(t, out, "ran natively")
 	require.NotContains(t, out, "unseeded", "the release is a test binary: its native sessions are seeded")
 
@@ -73,11 +78,22 @@ func TestReleaseBinaryRunsAFolderAnywhere(t *testing.T) {
 	require.Contains(t, out, "the guest built into this lab")
 
 	out = lab(0, "accept", "-seeds", "1", "scenarios")
-	require.Contains(t, out, "accepted: 1 baselines")
-	require.FileExists(t, filepath.Join(mine, "baselines", "fast-segment.json"), "a team's baselines, beside its scenarios")
+	require.Contains(t, out, "accepted: 2 baselines")
+	require.FileExists(t, filepath.Join(mine, "baselines", "commute.json"), "a team's baselines, beside its scenarios")
 	out = lab(0, "nightly", "-seeds", "1", "scenarios")
 	require.Contains(t, out, "nightly: ")
 	require.FileExists(t, filepath.Join(mine, "out", "nightly", "report.md"))
+	out = lab(0, "grafana")
+	require.FileExists(t, filepath.Join(mine, "grafana", "dashboards", "latency.json"))
+
+	// The main job, the library built in: results and summary, and no
+	// reproduction table, whose codec rows are the checkout's.
+	out = lab(0, "suite", "-group", "lan", "-out", "out/suite")
+	require.Regexp(t, `results: \d+ scenarios in `+regexp.QuoteMeta(filepath.Join(mine, "out", "suite")), out)
+	require.NotContains(t, out, "PASS\n", "go test's closing line is left out")
+	require.FileExists(t, filepath.Join(mine, "out", "suite", "lan-animation.json"))
+	require.FileExists(t, filepath.Join(mine, "out", "suite", "summary.md"))
+	require.NoFileExists(t, filepath.Join(mine, "out", "suite", "reproduction.md"))
 
 	// The checkout's exact session of the same file, from the same
 	// folder: the guest built from the module's source.
@@ -88,19 +104,11 @@ func TestReleaseBinaryRunsAFolderAnywhere(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := labTest(context.Background(), []string{"-out", "out/checkout", "scenarios"}, &stdout, &stderr, fromSource)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	require.Equal(t, withoutWall(t, filepath.Join(mine, "out", "checkout", "fast-segment.json")), withoutWall(t, filepath.Join(mine, "out", "exact", "fast-segment.json")),
-		"the release's exact session is the checkout's, byte for byte but the wall time")
+	for _, name := range []string{"commute.json", "office-wifi.json"} {
+		require.Equal(t, withoutWall(t, filepath.Join(mine, "out", "checkout", name)), withoutWall(t, filepath.Join(mine, "out", "exact", name)),
+			"%s: the release's exact session is the checkout's, byte for byte but the wall time", name)
+	}
 }
-
-// segmentScenario replays the fast half of the trace beside it.
-const segmentScenario = `name: fast-segment
-description: The fast half of a recording beside the file, from 4 s on.
-network:
-  up: {delay: 20ms}
-  down: {delay: 20ms, trace: {file: traces/cell.down, offset: 4s}}
-expect:
-  - {measure: latency.median, max: 150ms, from: 1s}
-`
 
 // twoSpeedTrace is 1.5 Mbit/s for 4 s, then 12 Mbit/s for 4 s (mahimahi:
 // a packet's delivery opportunity per line, in ms).
@@ -128,4 +136,25 @@ func withoutWall(t *testing.T, file string) string {
 	}
 	require.True(t, json.Valid(data), file)
 	return strings.Join(lines, "\n")
+}
+
+// The worked example's committed baselines are its scenarios' as they are
+// written, so that its nightly, as the docs run it, compares like with
+// like: one per scenario, by its fingerprint, at the nightly's seeds.
+func TestTeamExampleBaselinesMatchItsScenarios(t *testing.T) {
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	example := filepath.Join(root, "docs", "team-example")
+	t.Chdir(example)
+	scs, err := filetest.Load([]string{"scenarios"}, "")
+	require.NoError(t, err)
+	baselines, err := reports.ReadBaselines(filepath.Join(example, jobs.DefaultFileBaselines))
+	require.NoError(t, err)
+	require.Len(t, baselines, len(scs), "a baseline per scenario, none left over")
+	for _, sc := range scs {
+		b := baselines[sc.Name]
+		require.NotNil(t, b, "%s: no baseline; accept it: cd docs/team-example && go run ../../cmd/lab accept scenarios", sc.Name)
+		require.Equal(t, reports.Fingerprint(sc), b.Fingerprint, "%s changed since its baseline: accept it again (cd docs/team-example && go run ../../cmd/lab accept scenarios)", sc.Name)
+		require.Len(t, b.Runs, len(jobs.DefaultSeeds), sc.Name)
+	}
 }

@@ -297,13 +297,14 @@ type quoted struct {
 }
 
 // quotedPaths returns the repository paths quoted in code: inline code
-// that is one path, and the ./paths of commands.
+// that is one path, and the ./paths of commands. What commands write
+// (out/, make dist's dist/) is not the repository's.
 func quotedPaths(text string) []quoted {
 	var out []quoted
 	for _, m := range inlineCode.FindAllStringSubmatch(text, -1) {
 		s := m[1]
 		if !strings.ContainsAny(s, " \t$<>{}=:") && strings.Contains(s, "/") &&
-			!strings.HasPrefix(s, "out/") && !strings.HasPrefix(s, "../") {
+			!strings.HasPrefix(s, "out/") && !strings.HasPrefix(s, "dist/") && !strings.HasPrefix(s, "../") {
 			out = append(out, quoted{strings.TrimSuffix(s, "/"), true})
 		}
 	}

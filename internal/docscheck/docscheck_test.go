@@ -24,7 +24,7 @@ import (
 // effect of rewriting a page.
 var sections = map[string][]string{
 	"docs/scenarios.md":     {"Units and defaults", "Strict loading", "The library and its groups", "Traces"},
-	"docs/own-scenarios.md": {"Write a scenario file", "Run it: `lab test`", "Exact by default", "The exit status", "Mistakes in a file", "Read the report", "JUnit in CI", "From go test"},
+	"docs/own-scenarios.md": {"Write a scenario file", "Run it: `lab test`", "Exact by default", "The exit status", "Mistakes in a file", "Read the report", "JUnit in CI", "From go test", "In a team's own repository", "From another module's go test"},
 	"docs/netem.md":         {"Impairments", "The order a packet meets them", "Timeline", "Seeding", "Real time and virtual time"},
 	"docs/kernel.md":        {"The congestion-controller grid", "N11 half reproduces", "Media with the ABR", "Against a competing flow"},
 	"docs/codecs.md":        {"Running it", "The reference run", "Where the lab's figures differ, and why", "Lossless support mode", "The model calibrated against OpenH264"},
@@ -32,7 +32,7 @@ var sections = map[string][]string{
 	"docs/reports.md":       {"Nightly and accept", "When is it a regression?", "Compare", "Sweep", "Report"},
 	"docs/determinism.md":   {"What a seed fixes", "Worker processes", "Exact sessions"},
 	"docs/performance.md":   {"The impairment network and QUIC", "Sessions, the suite and the jobs", "The codec lab"},
-	"docs/architecture.md":  {"The packages as layers", "One session, end to end", "Where to add things", "An impairment", "A scenario field", "A measurement", "A bitrate controller"},
+	"docs/architecture.md":  {"The packages as layers", "One session, end to end", "Sessions without the go command", "Where to add things", "An impairment", "A scenario field", "A measurement", "A bitrate controller"},
 	"docs/reproduction.md":  {"Classes", "How the table is made"},
 	"docs/testing.md":       {"The test command", "Tests that need Debian packages, or root", "Fuzz tests", "How the library's bounds were set"},
 	"docs/abr.md":           {"NuviraHub's ABR", "The switches", "GCC beside it"},

@@ -26,3 +26,4 @@ func TestNightly(t *testing.T) { entry.Nightly(t) }
 func TestCompare(t *testing.T) { entry.Compare(t) }
 func TestSweep(t *testing.T)   { entry.Sweep(t) }
 func TestTune(t *testing.T)    { entry.Tune(t) }
+func TestSuite(t *testing.T)   { entry.Suite(t) }

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/internal/gcdefault"
+	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/lab/filetest"
 	"github.com/nuvirahub/latencylab/lab/jobs"
@@ -51,6 +52,7 @@ var Tests = []testing.InternalTest{
 	{Name: "TestCompare", F: Compare},
 	{Name: "TestSweep", F: Sweep},
 	{Name: "TestTune", F: Tune},
+	{Name: "TestSuite", F: Suite},
 	{Name: WorkerTest, F: Worker},
 }
 
@@ -197,6 +199,66 @@ func filesAndRoot(t *testing.T) ([]*scenarios.Scenario, string) {
 	}
 	return scs, r
 }
+
+// Suite runs the library (or a group, or named scenarios) once each at
+// its own seed, in worker processes, as make suite runs it in one go
+// test: a progress line per scenario, the summary table, and the result
+// folder -out (a JSON file per scenario, summary.md, and in the lab's
+// checkout reproduction.md, whose codec rows are the checkout's). An
+// expectation not met, or a scenario that did not run, fails it.
+func Suite(t *testing.T) {
+	jobs.UseWorkers(WorkerTest)
+	_, parallel := seedsAndParallel(t)
+	scs, err := jobspec.Select(*flags.group, names())
+	require.NoError(t, err)
+	out := *flags.out
+	if out == "" {
+		out = DefaultSuiteOut
+	}
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root(t), out)
+	}
+	sessions := jobs.Run(t, jobs.Plan{
+		Scenarios: scs, Parallel: parallel,
+		Finished: func(s jobs.Session, done, total int) {
+			o := filetest.FromSession(s)
+			fmt.Print(filetest.ProgressLine(o, filetest.Judge(o), done, total))
+		},
+	})
+	entries := make([]lab.SuiteEntry, len(sessions))
+	for i, s := range sessions {
+		entries[i] = lab.SuiteEntry{Scenario: scs[i], Result: s.Result, Err: s.Err, Skipped: s.Skipped, Wall: s.Wall,
+			Command: "lab suite -scenario " + scs[i].Name}
+		switch {
+		case s.Skipped:
+			t.Logf("%s: skipped: %v", s.Scenario, s.Err)
+		case s.Err != nil:
+			t.Errorf("%s (%s): %v", s.Scenario, s.File, s.Err)
+		case !s.Result.Passed():
+			for _, c := range s.Result.Checks {
+				if !c.Pass {
+					t.Errorf("%s:%d: expectation not met: %s", s.File, c.Line, c)
+				}
+			}
+		}
+	}
+	rep, err := lab.LoadReproduction()
+	if err != nil {
+		// Outside the checkout: no codec reference run to build the
+		// table with; the results and the summary are written.
+		rep = nil
+	}
+	require.NoError(t, lab.WriteSuite(out, entries, rep))
+	fmt.Printf("\n%s\nresults: %d scenarios in %s (a JSON file each, summary.md", lab.SummaryTable(entries), len(entries), out)
+	if rep != nil {
+		fmt.Print(", reproduction.md")
+	}
+	fmt.Println(")")
+}
+
+// DefaultSuiteOut is the suite's result folder, relative to -root: make
+// suite's.
+const DefaultSuiteOut = "out/results"
 
 // Worker serves sessions in a worker process (jobs.Serve); run as a
 // test outside one, it has nothing to do.
