@@ -88,6 +88,10 @@ flags:
 	return jobRun{root: root, test: "TestSweep", args: jobArgs}, nil
 }
 
+// errNotInModule says the working directory is not inside the lab's
+// checkout.
+var errNotInModule = errors.New("not inside the latencylab module's checkout")
+
 // moduleRoot finds the lab's module root above the working directory.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
@@ -101,7 +105,7 @@ func moduleRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("sweep: not inside the latencylab module: lab sweep builds the sweep job from its source, so run it from the checkout")
+			return "", errNotInModule
 		}
 		dir = parent
 	}

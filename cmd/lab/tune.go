@@ -67,7 +67,7 @@ as a scenario snippet, the training and held-out scores, the convergence
 against the grid and the latency/bitrate front.
 
 Without -ask, -tell or -status, the whole tune runs here, each step's
-sessions under go test like lab sweep, and an interrupted tune resumes.
+sessions in the jobs' worker processes like lab sweep's, and an interrupted tune resumes.
 For a cluster (docs/cluster.md): -ask writes the first step; lab sweep
 -grid STATE/pending/grid.yaml -shard i/n -out STATE/pending/parts runs it
 in shards; -tell merges them and writes the next step, until -status says
