@@ -27,9 +27,9 @@ commands:
   sweep   an ABR parameter sweep over scenarios, or one shard of it (-shard i/n)
   sweep-merge  merge a sharded sweep's part files into its table, Pareto plots and report
   tune    search the ABR's parameters with CMA-ES on a scenario set, validated on held-out seeds; -ask/-tell for a cluster
-  nightly the library with several seeds against testdata/baselines; fails on a regression
-  accept  run the nightly and write its runs as the new baseline (testdata/baselines)
-  compare one scenario, a group or the library under two configurations: report, plots, verdict
+  nightly the library (or your scenario files) with several seeds against its baselines; fails on a regression
+  accept  run the nightly and write its runs as the new baselines (testdata/baselines, or baselines beside your files)
+  compare one scenario, a group, the library or your scenario files under two configurations: report, plots, verdict
   ccgrid  congestion controllers (bbr, cubic, reno) x loss and delay through kernel-mode netem, as root: tables, plots, N11
   shell   run any program (or a shell) in a namespace behind a scenario's network, TCP and UDP, as root (like mahimahi)
   vnc     a real remote desktop (x11vnc, Xvnc, xrdp) measured through a scenario's network, as root: update latency per screen change
