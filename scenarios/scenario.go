@@ -11,7 +11,6 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -522,129 +521,6 @@ type Expectation struct {
 	Required string `yaml:"required" format:",nonempty" expected:"a sentence saying what requires the bound"`
 	// Line is the expectation's line in File, for reports.
 	Line int `yaml:"-"`
-}
-
-// Unit is what a measurement's value is.
-type Unit string
-
-// Measurement units.
-const (
-	UnitDuration Unit = "duration" // seconds
-	UnitCount    Unit = "count"
-	UnitRate     Unit = "rate"     // bits per second
-	UnitFraction Unit = "fraction" // 0..1, written as a percentage ("95%")
-	UnitRatio    Unit = "ratio"    // a plain number
-	// UnitShare is a fraction that may exceed 1 (sent over capacity),
-	// written as a percentage ("120%").
-	UnitShare Unit = "share"
-	// UnitCorrelation is a correlation coefficient, -1..1, written as a
-	// plain number ("0.8", "-0.2").
-	UnitCorrelation Unit = "correlation"
-)
-
-// Measurement describes one named measurement a scenario may bound.
-type Measurement struct {
-	Name string
-	Unit Unit
-	Doc  string
-}
-
-// Measurements is the catalogue of measurements expectations may name. The
-// lab's runner computes every one of them; the loader refuses any other.
-var Measurements = []Measurement{
-	{"latency.median", UnitDuration, "median true capture-to-display latency of displayed frames"},
-	{"latency.p95", UnitDuration, "95th percentile of the same"},
-	{"latency.p99", UnitDuration, "99th percentile of the same"},
-	{"latency.min", UnitDuration, "minimum of the same"},
-	{"latency.max", UnitDuration, "maximum of the same"},
-	{"latency.time-above", UnitFraction, "share of the time with a picture on the viewer's screen that the picture's latency was above `latency`"},
-	{"network.median", UnitDuration, "median network part: end of encoding to arrival (N12)"},
-	{"estimate.error.max", UnitDuration, "largest gap between the viewer's own latency estimate and the truth (N1)"},
-	{"frames.displayed", UnitCount, "frames displayed"},
-	{"frames.skipped", UnitCount, "captures skipped by the agent, any reason"},
-	{"frames.skipped.send-cap", UnitCount, "captures skipped because 256 KB were unacknowledged (N8)"},
-	{"frames.skipped.encoder-unavailable", UnitCount, "captures skipped while the encoder restarted (N16)"},
-	{"frames.skipped.rate-control", UnitCount, "captures the encoder's rate control skipped to hold its target bitrate (frame skipping, docs/codecs.md)"},
-	{"frames.dropped", UnitCount, "frames dropped by the viewer, any reason"},
-	{"frames.dropped.overtaken", UnitCount, "frames dropped because a newer one was decoded first (N8)"},
-	{"fps", UnitRatio, "displayed frames per second"},
-	{"freezes", UnitCount, "stretches longer than max(150 ms, 3 frame intervals) in which the screen had changed and the display did not"},
-	{"freeze.longest", UnitDuration, "the longest stretch in which the screen had changed and the display did not, freeze or not"},
-	{"bitrate.mean", UnitRate, "mean bitrate of the video sent"},
-	{"bitrate.min", UnitRate, "lowest target bitrate of the controller"},
-	{"bitrate.target", UnitRate, "the controller's target bitrate at the instant `at` (not windowed)"},
-	{"bitrate.sent", UnitRate, "the video handed to QUIC in the 250 ms (the result's sample period) before the instant `at`, per second (not windowed)"},
-	{"bitrate.capacity-correlation", UnitCorrelation, "Pearson correlation of the target bitrate with the downlink's capacity, each averaged over consecutive periods of `every` (those with the downlink capped)"},
-	{"quality.final", UnitFraction, "quality figure of the last frame displayed (N15)"},
-	{"quality.psnr.median", UnitRatio, "median quality shown, in dB: the luma PSNR of the viewer's decoded picture against the captured one, over the frames displayed (a real encoder, openh264-real)"},
-	{"quality.psnr.min", UnitRatio, "lowest of the same"},
-	{"quality.ssim.median", UnitRatio, "median structural similarity (SSIM, luma, 0 to 1, as ffmpeg's ssim filter computes it) of the viewer's decoded picture to the captured one, over the frames displayed (a real encoder, openh264-real)"},
-	{"quality.ssim.min", UnitRatio, "lowest of the same"},
-	{"frames.damaged", UnitCount, "frames displayed with a damaged picture: decoded onto a broken reference chain (a frame they depend on was dropped or lost), until a keyframe or a rolling refresh repaired it"},
-	{"damaged.time", UnitDuration, "time the display showed a damaged picture: from each damaged frame's display to the next frame's"},
-	{"damaged.longest", UnitDuration, "the longest stretch of the same, damaged pictures one after another"},
-	{"keyframes.asked", UnitCount, "keyframe requests the viewer sent (a broken chain, a lost frame)"},
-	{"keyframes.sent", UnitCount, "keyframes the agent sent, the first one included"},
-	{"refreshes.asked", UnitCount, "rolling intra refresh requests the viewer sent (viewer.policy refresh)"},
-	{"refinements", UnitCount, "refinement passes sent (N15)"},
-	{"utilisation", UnitFraction, "video bytes delivered / link capacity over the window (rate-capped links)"},
-	{"utilisation.sent", UnitShare, "video bytes handed to QUIC / the downlink's capacity over the window (rate-capped links); above 100% when the video outran the link"},
-	{"recovery", UnitDuration, "longest time after a network phase change until the latency median of a second is back within 20% of its level before"},
-	{"recovery.under", UnitDuration, "longest time after a network phase change until the median latency of the last second is under `latency` and stays under it until the next change; never back is a failed check saying so"},
-	{"time-to-low-latency", UnitDuration, "from the window's start, until the first second whose latency median is under 100 ms (N2's threshold)"},
-	{"time-to-full-use", UnitDuration, "from the window's start, until the first second in which the video uses at least 90% of the downlink's capacity"},
-	{"connect.time", UnitDuration, "from the viewer's first connection attempt to its QUIC connection (sessions with a path; not windowed)"},
-	{"first-frame", UnitDuration, "connect.time plus the first displayed frame's display instant after time zero: what a user waits for the picture (sessions with a path; not windowed)"},
-	{"path.direct-lan", UnitCount, "1 when the session went straight between the PCs' LAN addresses, else 0 (sessions with a path)"},
-	{"path.direct-public", UnitCount, "1 when it went between public addresses through punched holes, else 0"},
-	{"path.relay", UnitCount, "1 when the viewer reached the relay over UDP, else 0"},
-	{"path.websocket", UnitCount, "1 when the viewer reached the relay in the WebSocket tunnel, else 0"},
-	{"flow.throughput", UnitRate, "with `flow`: the payload the flow's receiver got in the window, per second (a session's: its video delivered)"},
-	{"flow.share", UnitFraction, "with `flow`: the same over the capacity of the link the flow's data crosses, over the window (rate-capped links)"},
-	{"flow.latency.median", UnitDuration, "with `flow`: the median capture-to-display latency of a session's frames displayed in the window (main, a session or reverse media)"},
-	{"flow.latency.p95", UnitDuration, "with `flow`: the 95th percentile of the same"},
-	{"fairness.jain", UnitRatio, "Jain's fairness index over the throughputs of the media sessions on the downlink (main and every session flow) in the window: 1 when they are equal, 1/n when one takes all"},
-}
-
-// measurementKeys names the expectation keys each measurement reads
-// besides measure, min, max, from and to; every one of them is required.
-// A measurement read at an instant (at) has no window: from and to do not
-// apply to it.
-//
-// A figure a measurement needs (a latency bound, an instant, an averaging
-// period) is a key beside measure, {measure: recovery.under, latency:
-// 150ms, max: 3s}, rather than part of the name (recovery.under.150ms, as
-// frames.skipped.REASON carries a reason): a key keeps the figure's unit,
-// parser and messages (1.5s holds a dot a name could not), the names stay a
-// fixed list for the schema's enum, and the check goes both ways, as for a
-// controller kind's keys: a key the measurement does not read is an error,
-// and so is a measurement without a key it needs.
-var measurementKeys = map[string][]string{
-	"latency.time-above":           {"latency"},
-	"recovery.under":               {"latency"},
-	"bitrate.target":               {"at"},
-	"bitrate.sent":                 {"at"},
-	"bitrate.capacity-correlation": {"every"},
-	"flow.throughput":              {"flow"},
-	"flow.share":                   {"flow"},
-	"flow.latency.median":          {"flow"},
-	"flow.latency.p95":             {"flow"},
-}
-
-// MeasurementKeys lists the expectation keys (latency, at, every, flow) the
-// measurement name reads, all required; none for most.
-func MeasurementKeys(name string) []string {
-	return slices.Clone(measurementKeys[name])
-}
-
-// LookupMeasurement finds a measurement by name.
-func LookupMeasurement(name string) (Measurement, bool) {
-	for _, m := range Measurements {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return Measurement{}, false
 }
 
 // Path is how the two PCs reach each other (N17-N19, E14). Its zero value,

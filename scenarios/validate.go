@@ -737,7 +737,7 @@ func (v validator) flow(field, measure, name string) {
 func measurementsWith(key string) []string {
 	var out []string
 	for _, m := range Measurements {
-		if slices.Contains(measurementKeys[m.Name], key) {
+		if slices.Contains(m.Keys, key) {
 			out = append(out, m.Name)
 		}
 	}
