@@ -1,9 +1,10 @@
 // Package docregion owns the generated regions of the project's docs: the
 // tables that commands write between two marker lines of a Markdown file
 // (the reproduction table, the README's class counts, the library's bounds,
-// the RFC 8867 suite's table, the codec lab's rows). Generators check their
-// region before a long run, so a missing marker fails at once and names the
-// file, and write only between the markers, keeping the prose around them.
+// the RFC 8867 suite's table, the codec lab's rows, the scenario format's
+// measurement table). Generators check their region before a long run, so
+// a missing marker fails at once and names the file, and write only
+// between the markers, keeping the prose around them.
 package docregion
 
 import (
@@ -43,10 +44,14 @@ var (
 	// Codecs is the codec lab's reproduction rows (lab codecs -doc).
 	Codecs = Region{"docs/codecs.md",
 		"<!-- codecs:begin (generated: go run ./cmd/lab codecs -doc docs/codecs.md) -->", "<!-- codecs:end -->"}
+	// Measurements is the scenario format's measurement table, from the
+	// catalogue (scenarios.Measurements); a test fails while it is stale.
+	Measurements = Region{"scenarios/FORMAT.md",
+		"<!-- measurements:begin (generated: go test ./scenarios -run TestFormatMeasurementTable -update) -->", "<!-- measurements:end -->"}
 )
 
 // All lists every generated region of the project.
-var All = []Region{Reproduction, ClassCounts, Bounds, RMCAT, Codecs, Policies}
+var All = []Region{Reproduction, ClassCounts, Bounds, RMCAT, Codecs, Policies, Measurements}
 
 // Find returns where the region's content starts and ends in doc, or an
 // error saying which marker is missing, repeated or out of order.

@@ -41,7 +41,7 @@ func TestCheckThenWrite(t *testing.T) {
 
 // Every region of the project names its file and what writes it.
 func TestAllRegions(t *testing.T) {
-	require.Len(t, All, 6)
+	require.Len(t, All, 7)
 	for _, r := range All {
 		require.NotEmpty(t, r.File)
 		require.Contains(t, r.Begin, "generated")
