@@ -15,26 +15,6 @@ import (
 // sessions. A flow is named as the scenario names it; main is the
 // scenario's own session.
 
-// measureFlow computes the flow measurements; ok is false for any other
-// name.
-func (w window) measureFlow(name, flow string) (v float64, ok bool, err error) {
-	switch name {
-	case "flow.throughput":
-		v, err = w.flowThroughput(flow)
-	case "flow.share":
-		v, err = w.flowShare(flow)
-	case "flow.latency.median":
-		v, err = w.flowLatency(flow, 0.5)
-	case "flow.latency.p95":
-		v, err = w.flowLatency(flow, 0.95)
-	case "fairness.jain":
-		v, err = w.jain()
-	default:
-		return 0, false, nil
-	}
-	return v, true, err
-}
-
 // flowOf finds a flow of the result's traffic; nil for main.
 func flowOf(r *result.Run, name string) (*result.FlowRecord, error) {
 	if name == scenarios.MainFlow {

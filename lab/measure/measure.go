@@ -1,9 +1,10 @@
 // Package measure takes the measurements of the scenario catalogue
 // (scenarios.Measurements) from a result over any window (Of, and OfWith
-// for those that read a figure of their own), evaluates a
-// scenario's expectations (Evaluate) and computes a result's summary
-// (Summarise). It reads only the result, so a result read back from its
-// JSON file measures exactly as the fresh one.
+// for those that read a figure of their own), each by the computation a
+// table binds to its name (computations.go), evaluates a scenario's
+// expectations (Evaluate) and computes a result's summary (Summarise). It
+// reads only the result, so a result read back from its JSON file
+// measures exactly as the fresh one.
 //
 // Every quantile it takes is internal/quantile's nearest rank.
 package measure
@@ -13,7 +14,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -130,124 +130,13 @@ func OfWith(r *result.Run, name string, from, to time.Duration, p Params) (float
 	if err := p.check(name); err != nil {
 		return 0, err
 	}
-	if v, ok, err := measurePath(r, name); ok {
-		return v, err
+	c, ok := computations[name]
+	if !ok {
+		// TestComputationsAreTheCatalogue fails first: the catalogue grew
+		// without the lab.
+		return 0, fmt.Errorf("%w %q: in the catalogue but not computed by the lab", ErrUnknown, name)
 	}
-	switch name {
-	case "bitrate.target":
-		b, err := targetAtInstant(r, p.At)
-		return float64(b), err
-	case "bitrate.sent":
-		return sentAtInstant(r, p.At)
-	}
-	from, to, err := resolve(r, from, to)
-	if err != nil {
-		return 0, err
-	}
-	w := newWindow(r, from, to)
-	if v, ok, err := w.measureFlow(name, p.Flow); ok {
-		return v, err
-	}
-	seconds := func(d time.Duration, err error) (float64, error) { return d.Seconds(), err }
-	switch name {
-	case "latency.median":
-		return seconds(w.latencyQuantile(0.5))
-	case "latency.p95":
-		return seconds(w.latencyQuantile(0.95))
-	case "latency.p99":
-		return seconds(w.latencyQuantile(0.99))
-	case "latency.min":
-		return seconds(w.latencyQuantile(0))
-	case "latency.max":
-		return seconds(w.latencyQuantile(1))
-	case "latency.time-above":
-		return w.timeAbove(p.Latency)
-	case "network.median":
-		return seconds(w.networkMedian())
-	case "estimate.error.max":
-		return seconds(w.estimateErrorMax())
-	case "frames.displayed":
-		return float64(len(w.displayedFrames())), nil
-	case "frames.skipped":
-		return float64(w.count(result.EventSkip, "")), nil
-	case "frames.dropped":
-		return float64(w.count(result.EventDrop, "")), nil
-	case "fps":
-		return float64(len(w.displayedFrames())) / w.length().Seconds(), nil
-	case "freezes":
-		fz, _, err := w.freezes()
-		return float64(len(fz)), err
-	case "freeze.longest":
-		_, longest, err := w.freezes()
-		return longest.Seconds(), err
-	case "bitrate.mean":
-		return w.bitrateMean(), nil
-	case "bitrate.min":
-		b, err := w.bitrateMin()
-		return float64(b), err
-	case "quality.final":
-		return w.qualityFinal()
-	case "quality.psnr.median":
-		return w.psnrQuantile(0.5)
-	case "quality.psnr.min":
-		return w.psnrQuantile(0)
-	case "quality.ssim.median":
-		return w.ssimQuantile(0.5)
-	case "quality.ssim.min":
-		return w.ssimQuantile(0)
-	case "frames.damaged":
-		return float64(w.damagedFrames()), nil
-	case "damaged.time":
-		total, _ := w.damagedTime()
-		return total.Seconds(), nil
-	case "damaged.longest":
-		_, longest := w.damagedTime()
-		return longest.Seconds(), nil
-	case "keyframes.asked":
-		return float64(w.count(result.EventAsk, "keyframe")), nil
-	case "refreshes.asked":
-		return float64(w.count(result.EventAsk, "refresh")), nil
-	case "keyframes.sent":
-		return float64(w.keyframesSent()), nil
-	case "refinements":
-		return float64(w.refinements()), nil
-	case "utilisation":
-		return w.utilisation()
-	case "utilisation.sent":
-		return w.utilisationSent()
-	case "bitrate.capacity-correlation":
-		return w.capacityCorrelation(p.Every)
-	case "time-to-low-latency":
-		return timeUntil(r, from, to, "latency.median", func(v float64) bool { return v < 0.100 })
-	case "time-to-full-use":
-		return timeUntil(r, from, to, "utilisation", func(v float64) bool { return v >= 0.90 })
-	case "recovery":
-		rec, err := w.recoveries()
-		if err != nil {
-			return 0, err
-		}
-		var longest time.Duration
-		for _, rc := range rec {
-			longest = max(longest, rc.After)
-		}
-		return longest.Seconds(), nil
-	case "recovery.under":
-		rec, err := w.recoveriesUnder(p.Latency)
-		if err != nil {
-			return 0, err
-		}
-		return w.longestUnder(rec, p.Latency)
-	}
-	// The catalogue names skips and drops by reason: the reason is the
-	// rest of the name, as the agent and viewer record it.
-	if reason, ok := strings.CutPrefix(name, "frames.skipped."); ok {
-		return float64(w.count(result.EventSkip, reason)), nil
-	}
-	if reason, ok := strings.CutPrefix(name, "frames.dropped."); ok {
-		return float64(w.count(result.EventDrop, reason)), nil
-	}
-	// In the catalogue but not here: the catalogue grew without the lab.
-	return 0, fmt.Errorf("%w %q: in the catalogue but not computed by the lab", ErrUnknown, name)
+	return c.take(r, name, from, to, p)
 }
 
 // resolve applies the defaults of a window: to 0 is the end, and the
@@ -285,6 +174,13 @@ func (w window) displayed() []result.FrameRecord {
 		}
 	}
 	return *w.byDisplay
+}
+
+// cut is the window [from, to) of the same result, sharing the frames
+// sorted once.
+func (w window) cut(from, to time.Duration) window {
+	w.from, w.to = from, to
+	return w
 }
 
 func (w window) length() time.Duration { return w.to - w.from }
@@ -756,6 +652,20 @@ func (w window) recoveries() ([]result.Recovery, error) {
 	return out, nil
 }
 
+// longestRecovery is recovery's value: the longest of the recoveries in
+// the window.
+func (w window) longestRecovery() (float64, error) {
+	rec, err := w.recoveries()
+	if err != nil {
+		return 0, err
+	}
+	var longest time.Duration
+	for _, rc := range rec {
+		longest = max(longest, rc.After)
+	}
+	return longest.Seconds(), nil
+}
+
 // recoveriesUnder measures, for each network phase change in the window
 // (either direction), how long the latency took to come back under bound
 // for good. The latency at an instant t is the median latency of the
@@ -808,6 +718,15 @@ func (w window) recoveriesUnder(bound time.Duration) ([]result.Recovery, error) 
 		return nil, fmt.Errorf("%w: no network phase change in %v", ErrNoData, w)
 	}
 	return out, nil
+}
+
+// recoveryUnder is recovery.under's value for bound (longestUnder).
+func (w window) recoveryUnder(bound time.Duration) (float64, error) {
+	rec, err := w.recoveriesUnder(bound)
+	if err != nil {
+		return 0, err
+	}
+	return w.longestUnder(rec, bound)
 }
 
 // longestUnder is recovery.under's value: the longest of the recoveries
@@ -986,56 +905,19 @@ func targetMean(r *result.Run, a, b time.Duration) (float64, bool) {
 	return bits / (b - a).Seconds(), true
 }
 
-// timeUntil is how long after from the first one-second span starts (spans
-// step by the sample period) in which the measurement meets good; ErrNoData
-// if none does before to.
-func timeUntil(r *result.Run, from, to time.Duration, name string, good func(float64) bool) (float64, error) {
-	step := r.SampleEvery
+// timeUntil is how long after the window's start the first one-second
+// span starts (spans step by the sample period) in which measure meets
+// good; ErrNoData if none does before the window's end.
+func (w window) timeUntil(measure func(window) (float64, error), good func(float64) bool) (float64, error) {
+	step := w.r.SampleEvery
 	if step <= 0 {
 		step = result.DefaultSampleEvery
 	}
-	for t := from; t+time.Second <= to; t += step {
-		v, err := Of(r, name, t, t+time.Second)
+	for t := w.from; t+time.Second <= w.to; t += step {
+		v, err := measure(w.cut(t, t+time.Second))
 		if err == nil && good(v) {
-			return (t - from).Seconds(), nil
+			return (t - w.from).Seconds(), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: no second of [%v, %v) meets it", ErrNoData, from, to)
-}
-
-// measurePath computes the path measurements, which describe how the
-// session connected rather than a window of it; ok is false for any other
-// name.
-func measurePath(r *result.Run, name string) (v float64, ok bool, err error) {
-	kind, isPath := strings.CutPrefix(name, "path.")
-	if !isPath && name != "connect.time" && name != "first-frame" {
-		return 0, false, nil
-	}
-	if r.Path == nil {
-		return 0, true, fmt.Errorf("%w: %s: the scenario has no path (the plain link)", ErrNoData, name)
-	}
-	switch {
-	case isPath:
-		if r.Path.Path == kind {
-			return 1, true, nil
-		}
-		return 0, true, nil
-	case name == "connect.time":
-		return r.Path.Connect.Seconds(), true, nil
-	}
-	// first-frame: the agent starts at time zero, whenever QUIC came up
-	// before it; the user waits for the connection, then for the first
-	// frame's display after the start.
-	for _, f := range r.Frames {
-		if f.WasDisplayed() {
-			first := f.Displayed
-			for _, g := range r.Frames {
-				if g.WasDisplayed() && g.Displayed < first {
-					first = g.Displayed
-				}
-			}
-			return (r.Path.Connect + first).Seconds(), true, nil
-		}
-	}
-	return 0, true, fmt.Errorf("%w: first-frame: no frame displayed", ErrNoData)
+	return 0, fmt.Errorf("%w: no second of %v meets it", ErrNoData, w)
 }
