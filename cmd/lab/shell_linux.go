@@ -3,7 +3,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -19,11 +18,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
+	"github.com/nuvirahub/latencylab/internal/setup"
 	"github.com/nuvirahub/latencylab/lab"
-	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/pcap"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -88,7 +86,11 @@ func shellMain(args []string) int {
 // shellRun runs lab shell. It returns how CMD ended, nil when it never
 // started; an error with it is a failure to clean up or to write the
 // capture. A cancelled ctx acts as a SIGTERM sent to the shell.
-func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellStarted)) (_ *cmdExit, err error) {
+//
+// The set-up is a list of steps (shellSession.plan), each registering the
+// clean-up of what it made: a failure part-way undoes exactly what was
+// done, and the end of the run undoes the rest the same way.
+func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellStarted)) (*cmdExit, error) {
 	f, err := parseShell(args, sio.log)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -96,191 +98,116 @@ func shellRun(ctx context.Context, args []string, sio shellIO, ready func(shellS
 		}
 		return nil, usageError{err}
 	}
-	if err := shellAvailable(); err != nil {
-		return nil, fmt.Errorf("shell: %w", err)
-	}
-	sc, err := loadScenario(f.scenario)
+	s := &shellSession{f: f, sio: sio, ready: ready}
+	undo, err := setup.Run(ctx, s.plan())
 	if err != nil {
-		return nil, fmt.Errorf("shell: %w", err)
+		return setupStopped(ctx, err)
 	}
-	up, down, traffic, err := lab.ShellLinks(sc)
-	if err != nil {
-		return nil, fmt.Errorf("shell: %w", err)
-	}
-	argv, err := shellCommand(f.cmd)
-	if err != nil {
+	ex, elapsed := s.wait(ctx)
+	return &ex, s.end(undo, ex, elapsed)
+}
+
+// shellSignalled is a signal the shell got during its set-up, before CMD
+// started: CMD never starts.
+type shellSignalled struct{ sig syscall.Signal }
+
+func (e shellSignalled) Error() string {
+	return "shell: " + signalName(e.sig) + " during the set-up: CMD not started"
+}
+
+// setupStopped is shellRun's answer to a set-up that did not finish. A
+// signal before CMD started, or ctx's end (which acts as a SIGTERM), ends
+// the run as CMD's end by that signal would, CMD never having started, so
+// that whatever started the shell sees the same either way; anything else
+// is the shell's own failure.
+func setupStopped(ctx context.Context, err error) (*cmdExit, error) {
+	var stopped *setup.Error
+	if !errors.As(err, &stopped) {
 		return nil, err
 	}
-
-	// Caught from here on, so that a signal during set-up still cleans up.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-
-	// New would sweep silently; the user should hear what a killed shell
-	// left and this one removed.
-	if removed, err := kernel.Sweep(); err != nil {
-		fmt.Fprintf(sio.log, "lab shell: removing what killed runs left: %v\n", err)
-	} else if len(removed) > 0 {
-		fmt.Fprintf(sio.log, "lab shell: removed %s, left by a run that was killed\n", strings.Join(removed, ", "))
-	}
-
-	var capt *shellCapture
-	if f.capture != "" {
-		if capt, err = newShellCapture(f.capture, sc.Name); err != nil {
-			return nil, fmt.Errorf("shell: %w", err)
-		}
-		defer capt.abort()
-		up.Tap, down.Tap = capt.up, capt.down
-	}
-
-	var m *metrics.Metrics
-	metricsAddr := ""
-	if f.metrics != "" {
-		reg := prometheus.NewRegistry()
-		if m, err = metrics.NewLinks(reg, prometheus.Labels{"scenario": sc.Name}); err != nil {
-			return nil, fmt.Errorf("shell: %w", err)
-		}
-		addr, stop, err := serveMetrics(f.metrics, reg)
-		if err != nil {
-			return nil, fmt.Errorf("shell: %w", err)
-		}
-		defer stop()
-		metricsAddr = addr
-	}
-
-	pair, err := kernel.New(kernel.Config{AtoB: up, BtoA: down, HostB: true, OwnSignals: true})
-	if err != nil {
-		return nil, fmt.Errorf("shell: %w", err)
-	}
-	pairClosed := false
-	defer func() {
-		if !pairClosed {
-			pair.Close()
-		}
-	}()
-	gw := pair.AddrB()
-	fmt.Fprintf(sio.log, "lab shell: scenario %s (seed %d): gateway %v on %s (LAB_GATEWAY); %s runs in namespace %s at %v\n",
-		sc.Name, sc.Seed, gw, pair.DeviceB(), filepath.Base(argv[0]), pair.NamespaceA(), pair.AddrA())
-	fmt.Fprintf(sio.log, "lab shell: up: %s; down: %s\n", timelineText(sc.Network.Up), timelineText(sc.Network.Down))
-	for _, fl := range traffic {
-		dir := "down (from the host to CMD)"
-		if fl.Up {
-			dir = "up (from CMD's namespace to the host)"
-		}
-		fmt.Fprintf(sio.log, "lab shell: traffic %s: kernel TCP %s, %s, from %v\n", fl.Name, cmp.Or(fl.Congestion, lab.DefaultKernelController), dir, fl.Start)
-	}
-	if metricsAddr != "" {
-		fmt.Fprintf(sio.log, "lab shell: metrics on http://%s/metrics\n", metricsAddr)
-	}
-	if ready != nil {
-		st := shellStarted{pair: pair, gateway: gw, metrics: metricsAddr}
-		if capt != nil {
-			st.capture = capt.path
-		}
-		ready(st)
-	}
-
-	cmd, err := pair.CommandA(argv[0], argv[1:]...)
-	if err != nil {
-		return nil, fmt.Errorf("shell: %w", err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = sio.stdin, sio.stdout, sio.stderr
-	cmd.Env = append(os.Environ(), "LAB_GATEWAY="+gw.String(), "LAB_SCENARIO="+sc.Name)
-	// CMD dies with the shell even when the shell is killed outright: its
-	// network dies then anyway.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	select {
-	case sig := <-sigs: // during set-up: CMD never starts
-		s := sig.(syscall.Signal)
-		return &cmdExit{code: 128 + int(s), signal: s}, errors.Join(pair.Close(), capt.finish(pair))
+	var signalled shellSignalled
+	switch {
+	case errors.As(stopped.Err, &signalled):
+	case ctx.Err() != nil && errors.Is(stopped.Err, context.Cause(ctx)):
+		signalled.sig = syscall.SIGTERM
 	default:
+		return nil, err
 	}
-	done, err := kernel.StartPinned(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("shell: %w", err)
+	ex := &cmdExit{code: 128 + int(signalled.sig), signal: signalled.sig}
+	if stopped.Cleanup != nil {
+		return ex, fmt.Errorf("shell: %w", stopped.Cleanup)
 	}
-	// The scenario's flows, beside CMD from their instants on the links'
-	// clock; they end before the pair that carries them.
-	flowsRun := lab.StartShellTraffic(ctx, pair, traffic, sc.Seed, pair.Epoch())
-	defer flowsRun.Finish()
+	return ex, nil
+}
 
-	ph := shellPhases{up: sc.Network.Up, down: sc.Network.Down}
-	statusOn := f.status && len(f.cmd) > 0 && isTerminal(sio.log)
-	shown := false
-	tick := time.NewTicker(250 * time.Millisecond)
+// wait runs until CMD ends, following the links meanwhile (shellMonitor).
+// It passes on to CMD the signals the shell gets, and ctx's end as a
+// SIGTERM, and kills CMD when it still runs shellGrace after one. It
+// returns how CMD ended and how long the links ran.
+func (s *shellSession) wait(ctx context.Context) (cmdExit, time.Duration) {
+	var status io.Writer
+	if s.f.status && len(s.f.cmd) > 0 && isTerminal(s.sio.log) {
+		status = s.sio.log
+	}
+	mon := newShellMonitor(s.pair.Stats, s.pair.Epoch(), shellPhases{up: s.sc.Network.Up, down: s.sc.Network.Down},
+		s.m, status, func() int { return terminalWidth(s.sio.log) }, time.Now())
+	tick := time.NewTicker(shellTick)
 	defer tick.Stop()
-	ticks := 0
-	prevUp, prevDown := pair.Stats()
-	statusUp, statusDown, statusAt := prevUp, prevDown, time.Now()
 	var kill <-chan time.Time
 	ctxDone := ctx.Done()
-	var ex cmdExit
-wait:
 	for {
 		var sig os.Signal
 		select {
-		case <-done:
-			ex = exitOf(cmd.ProcessState)
-			break wait
-		case sig = <-sigs:
+		case <-s.done:
+			elapsed := time.Since(s.pair.Epoch())
+			mon.clear()
+			return exitOf(s.cmd.ProcessState), elapsed
+		case sig = <-s.sigs:
 		case <-ctxDone:
 			sig, ctxDone = syscall.SIGTERM, nil
 		case <-kill:
-			fmt.Fprintf(sio.log, "\nlab shell: %s still runs %v after the signal: killing it\n", filepath.Base(argv[0]), shellGrace)
-			_ = cmd.Process.Kill()
+			fmt.Fprintf(s.sio.log, "\nlab shell: %s still runs %v after the signal: killing it\n", filepath.Base(s.argv[0]), shellGrace)
+			_ = s.cmd.Process.Kill()
 			kill = nil
 			continue
 		case now := <-tick.C:
-			ticks++
-			curUp, curDown := pair.Stats()
-			if m != nil {
-				m.Link(metrics.Up, metrics.LinkSampleOf(prevUp, curUp))
-				m.Link(metrics.Down, metrics.LinkSampleOf(prevDown, curDown))
-			}
-			prevUp, prevDown = curUp, curDown
-			if statusOn && ticks%4 == 0 {
-				line := shellStatus(now.Sub(pair.Epoch()), now.Sub(statusAt), statusUp, curUp, statusDown, curDown, ph)
-				fmt.Fprintf(sio.log, "\r\033[K%s", fitWidth(line, terminalWidth(sio.log)))
-				statusUp, statusDown, statusAt, shown = curUp, curDown, now, true
-			}
+			mon.tick(now)
 			continue
 		}
-		s := sig.(syscall.Signal)
-		if (s == syscall.SIGINT || s == syscall.SIGQUIT) && inForeground(sio) {
-			// Typed at the terminal: CMD, in the same process group, got
-			// it too, and what it does with it is its own business.
-			continue
-		}
-		_ = cmd.Process.Signal(s)
-		if kill == nil {
+		if s.passOn(sig.(syscall.Signal)) && kill == nil {
 			kill = time.After(shellGrace)
 		}
 	}
-	elapsed := time.Since(pair.Epoch())
+}
 
-	if shown {
-		fmt.Fprint(sio.log, "\r\033[K")
+// passOn passes a signal the shell got on to CMD, and says whether it did.
+// A SIGINT or SIGQUIT typed at the terminal reached CMD already, in the
+// same process group, and what it does with it is its own business.
+func (s *shellSession) passOn(sig syscall.Signal) bool {
+	if (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && inForeground(s.sio) {
+		return false
 	}
-	flowResults := flowsRun.Finish()
-	closeErr := pair.Close()
-	pairClosed = true
-	upStats, downStats := pair.Stats()
-	fmt.Fprintln(sio.log, shellSummary(elapsed, upStats, downStats, pair.Refused(), ex))
-	for _, fr := range flowResults {
-		fmt.Fprintln(sio.log, shellFlowSummary(fr, elapsed))
+	_ = s.cmd.Process.Signal(sig)
+	return true
+}
+
+// end undoes the set-up once CMD has ended (the flows stop with their
+// figures, the pair closes with its counters final, /metrics stops, the
+// capture gets those counters) and writes what the run did.
+func (s *shellSession) end(undo *setup.Undo, ex cmdExit, elapsed time.Duration) error {
+	err := undo.Run()
+	up, down := s.pair.Stats()
+	fmt.Fprintln(s.sio.log, shellSummary(elapsed, up, down, s.pair.Refused(), ex))
+	for _, fr := range s.flowResults {
+		fmt.Fprintln(s.sio.log, shellFlowSummary(fr, elapsed))
 	}
-	if capt != nil {
-		if err := capt.finish(pair); err != nil {
-			closeErr = errors.Join(closeErr, err)
-		} else {
-			fmt.Fprintf(sio.log, "lab shell: capture in %s (interfaces up-in, up-out, down-in, down-out)\n", capt.path)
-		}
+	if s.capt != nil && s.capt.complete {
+		fmt.Fprintf(s.sio.log, "lab shell: capture in %s (interfaces up-in, up-out, down-in, down-out)\n", s.capt.path)
 	}
-	if closeErr != nil {
-		closeErr = fmt.Errorf("shell: %w", closeErr)
+	if err != nil {
+		return fmt.Errorf("shell: %w", err)
 	}
-	return &ex, closeErr
+	return nil
 }
 
 // inForeground tells whether the shell's process group holds its terminal:
@@ -333,7 +260,8 @@ type shellCapture struct {
 	file     *os.File
 	w        *pcap.Writer
 	up, down *pcap.Tap
-	done     bool
+	// done: closed; complete: closed with the links' final counters.
+	done, complete bool
 }
 
 func newShellCapture(dir, name string) (*shellCapture, error) {
@@ -356,24 +284,22 @@ func newShellCapture(dir, name string) (*shellCapture, error) {
 	return c, nil
 }
 
-// finish writes the links' final counters and closes the file, once the
-// pair is closed. A nil capture has nothing to finish.
-func (c *shellCapture) finish(p *kernel.Pair) error {
-	if c == nil || c.done {
+// close ends the capture: with the links' final counters when the pair
+// was made (p, closed by then), as at the end of a run or after a set-up
+// that failed past the pair; the file is closed either way. A capture
+// closed cleanly with the counters is complete.
+func (c *shellCapture) close(p *kernel.Pair) error {
+	if c.done {
 		return nil
 	}
 	c.done = true
-	up, down := p.Stats()
-	return errors.Join(c.w.WriteStats("up", up), c.w.WriteStats("down", down), c.w.Close(), c.file.Close())
-}
-
-// abort closes the file on a path that did not finish the capture.
-func (c *shellCapture) abort() {
-	if !c.done {
-		c.done = true
-		c.w.Close()
-		c.file.Close()
+	if p == nil {
+		return errors.Join(c.w.Close(), c.file.Close())
 	}
+	up, down := p.Stats()
+	err := errors.Join(c.w.WriteStats("up", up), c.w.WriteStats("down", down), c.w.Close(), c.file.Close())
+	c.complete = err == nil
+	return err
 }
 
 // shellFlowSummary is the closing line of one of the scenario's flows:

@@ -62,6 +62,17 @@ func shellScenario(t *testing.T, name, network string) string {
 	return path
 }
 
+// addShellTraffic appends a traffic list (YAML items under "traffic:") to
+// the scenario file at path.
+func addShellTraffic(t *testing.T, path, items string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("traffic:\n" + items)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
 // shellRunResult is one in-process run of lab shell.
 type shellRunResult struct {
 	exit           *cmdExit

@@ -25,11 +25,7 @@ func TestShellTraffic(t *testing.T) {
 	// Half of a 10 Mbit/s link, one-sided: 20 ms.
 	timerprobe.Require(t, 20*time.Millisecond)
 	sc := shellScenario(t, "shell-download", "  down: {delay: 10ms, rate: 10Mbit/s, queue: {packets: 100}}\n  up: {delay: 10ms}\n")
-	f, err := os.OpenFile(sc, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString("traffic:\n  - {name: download, kind: tcp-bulk, start: 1s, congestion: cubic}\n")
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	addShellTraffic(t, sc, "  - {name: download, kind: tcp-bulk, start: 1s, congestion: cubic}\n")
 
 	r := runShell(t, shellOpts{}, "-scenario", sc, "--", "sleep", "4")
 	require.Equal(t, 0, r.exit.code)
@@ -57,11 +53,7 @@ func TestShellTraffic(t *testing.T) {
 func TestShellRefusesOtherTraffic(t *testing.T) {
 	requireShell(t)
 	sc := shellScenario(t, "shell-voice", "")
-	f, err := os.OpenFile(sc, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString("traffic:\n  - {name: voice, kind: cbr, rate: 64kbit/s}\n")
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	_, err = shellRun(context.Background(), []string{"-scenario", sc, "--", "true"}, shellIO{os.Stdin, os.Stdout, os.Stderr, os.Stderr}, nil)
+	addShellTraffic(t, sc, "  - {name: voice, kind: cbr, rate: 64kbit/s}\n")
+	_, err := shellRun(context.Background(), []string{"-scenario", sc, "--", "true"}, shellIO{os.Stdin, os.Stdout, os.Stderr, os.Stderr}, nil)
 	require.ErrorContains(t, err, "shell: scenario \"shell-voice\": lab: not supported yet: traffic[0] (voice): a cbr flow in the kernel mode (it runs tcp-bulk flows")
 }
