@@ -226,7 +226,45 @@ func RunSession(s Session) (*Result, error) {
 // what it measured until then (Result.End says when) together with an error
 // wrapping the context's cause, so that an interrupted suite still has its
 // figures.
+//
+// It runs in three phases: set-up (the network opened, the PCs connected,
+// time zero reached, the agent and the viewer built), run (the two ends
+// and the traffic from time zero to the end, the links sampled on the
+// way) and collection (the result).
 func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
+	tr, err := checkSession(s)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n, err := openNetwork(ctx, s, tr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A capture ends with the network, so that it holds every
+		// packet; its failure does not hide what the session measured.
+		err = errors.Join(err, n.close())
+	}()
+	if err := n.waitForZero(ctx); err != nil {
+		return nil, err
+	}
+	e, err := newEnds(s, n.zero)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	out, err := runEnds(ctx, s, n, e)
+	if err != nil {
+		return nil, err
+	}
+	return collectResult(n, e, out)
+}
+
+// checkSession refuses a session that cannot run, before anything is
+// made, and chooses its transport.
+func checkSession(s Session) (transport, error) {
 	if s.Duration <= 0 {
 		return nil, errors.New("lab: session duration must be positive")
 	}
@@ -239,19 +277,34 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if err := checkOwnImpairments(s); err != nil {
 		return nil, err
 	}
-	tr, err := transportFor(s)
-	if err != nil {
-		return nil, err
-	}
+	return transportFor(s)
+}
+
+// sessionNet is a session's network once the transport has connected
+// the two PCs: the connection, the capture recording it, and the instants
+// the session counts from.
+type sessionNet struct {
+	conn *opened
+	capt *recording
+	// zero is the session's time zero (Result.Start): fixed before the
+	// handshake with a Lead, its end without one (waitForZero).
+	zero time.Time
+	// handshake is how long QUIC took to connect; late how long after
+	// zero the ends started (Result.Handshake, Result.Late).
+	handshake, late time.Duration
+}
+
+// openNetwork starts the capture and has the transport make the network
+// and connect the PCs, timing the handshake.
+func openNetwork(ctx context.Context, s Session, tr transport) (*sessionNet, error) {
 	// With a Lead the links count from time zero, which lies in the
 	// future; without one they count from the network's creation.
-	var zero, epoch time.Time
+	n := &sessionNet{}
+	var epoch time.Time
 	if s.Lead > 0 {
-		zero = time.Now().Add(s.Lead)
-		epoch = zero
+		n.zero = time.Now().Add(s.Lead)
+		epoch = n.zero
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	capt, err := startCapture(s.Capture, s.Traffic, s.RealTime)
 	if err != nil {
 		return nil, err
@@ -261,38 +314,89 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 	if err != nil {
 		return nil, errors.Join(err, capt.finish(nil))
 	}
-	defer func() {
-		conn.close()
-		// A capture ends with the network, so that it holds every
-		// packet; its failure does not hide what the session measured.
-		err = errors.Join(err, capt.finish(conn.stats))
-	}()
-	handshake := time.Since(dialed)
+	n.conn, n.capt, n.handshake = conn, capt, time.Since(dialed)
+	return n, nil
+}
 
-	if zero.IsZero() {
-		zero = time.Now()
-	} else if !sleepUntil(ctx, zero) {
-		return nil, fmt.Errorf("lab: stopped before time zero: %w", context.Cause(ctx))
+// waitForZero waits for time zero, or takes the end of the handshake as
+// time zero when the session has no Lead.
+func (n *sessionNet) waitForZero(ctx context.Context) error {
+	if n.zero.IsZero() {
+		n.zero = time.Now()
+	} else if !sleepUntil(ctx, n.zero) {
+		return fmt.Errorf("lab: stopped before time zero: %w", context.Cause(ctx))
 	}
-	late := max(0, time.Since(zero))
-	start := zero
-	var rec *groundtruth.Recorder
-	var mainArrived atomic.Int64
+	n.late = max(0, time.Since(n.zero))
+	return nil
+}
+
+// close closes the network, then ends the capture with the links' final
+// counters.
+func (n *sessionNet) close() error {
+	n.conn.close()
+	return n.capt.finish(n.conn.stats)
+}
+
+// sessionEnds are a session's agent and viewer, recording into one
+// ground truth.
+type sessionEnds struct {
+	rec *groundtruth.Recorder
+	// arrived counts the video's bytes by arrival, for the flows' metrics.
+	arrived   *atomic.Int64
+	scr       *screen.Model
+	ag        *agent.Agent
+	vw        *viewer.Viewer
+	targets   *targetRecorder
+	decisions *decisionFeed
+	// judge decodes real bitstreams for the viewer; nil for the models.
+	judge *judge
+}
+
+// newEnds builds the agent and the viewer, their clocks and screen
+// counted from start, time zero.
+func newEnds(s Session, start time.Time) (_ *sessionEnds, err error) {
+	e := &sessionEnds{arrived: new(atomic.Int64)}
 	if s.Metrics != nil {
-		rec = groundtruth.NewObserved(metricsObserver{m: s.Metrics, arrived: &mainArrived})
+		e.rec = groundtruth.NewObserved(metricsObserver{m: s.Metrics, arrived: e.arrived})
 	} else {
-		rec = groundtruth.New()
+		e.rec = groundtruth.New()
 	}
 	scfg := screen.Config{Timeline: []screen.Phase{{Source: screen.Animation{}}}}
 	if s.Screen != nil {
 		scfg = *s.Screen
 	}
-	scr, err := screen.New(s.Seed, scfg)
-	if err != nil {
+	if e.scr, err = screen.New(s.Seed, scfg); err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
+	pics := &capturedPictures{}
+	if e.ag, err = agent.New(e.agentConfig(s, start, pics)); err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	vcfg := s.Viewer
+	vcfg.Seed, vcfg.Recorder = s.Seed, e.rec
+	if pe, ok := e.ag.Encoder().(encoder.PixelEncoder); ok && vcfg.Decoder == nil {
+		// Real bitstreams: the viewer decodes them, and the lab judges
+		// what it shows (realcodec.go).
+		if e.judge, err = newJudge(pe, pics); err != nil {
+			return nil, err
+		}
+		vcfg.Decoder = e.judge
+	}
+	vcfg.Clock = clock.New(s.ViewerClock.Offset, s.ViewerClock.DriftPPM, start)
+	if e.vw, err = viewer.New(vcfg); err != nil {
+		e.close()
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	return e, nil
+}
+
+// agentConfig completes the session's agent configuration: the lab's
+// seed, recorder, screen and clock, the default controller, and the
+// recorder of its targets wrapped around it. pics keeps the captured
+// pictures for a judge of real bitstreams.
+func (e *sessionEnds) agentConfig(s Session, start time.Time, pics *capturedPictures) agent.Config {
 	acfg := s.Agent
-	acfg.Seed, acfg.Recorder, acfg.Screen = s.Seed, rec, scr
+	acfg.Seed, acfg.Recorder, acfg.Screen = s.Seed, e.rec, e.scr
 	acfg.Clock = clock.New(s.AgentClock.Offset, s.AgentClock.DriftPPM, start)
 	acfg.Capture.Epoch = start
 	if acfg.Controller == nil {
@@ -304,138 +408,178 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 		// zero like everything else.
 		st.Start = start
 	}
-	decisions := newDecisionFeed(s.Metrics, acfg.Controller)
-	targets := &targetRecorder{Controller: acfg.Controller, metrics: s.Metrics}
-	acfg.Controller = targets
-	pics := &capturedPictures{}
+	e.decisions = newDecisionFeed(s.Metrics, acfg.Controller)
+	e.targets = &targetRecorder{Controller: acfg.Controller, metrics: s.Metrics}
+	acfg.Controller = e.targets
 	if acfg.OnPicture == nil {
 		acfg.OnPicture = pics.put
 	}
-	ag, err := agent.New(acfg)
-	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
-	}
-	vcfg := s.Viewer
-	vcfg.Seed, vcfg.Recorder = s.Seed, rec
-	if pe, ok := ag.Encoder().(encoder.PixelEncoder); ok && vcfg.Decoder == nil {
-		// Real bitstreams: the viewer decodes them, and the lab judges
-		// what it shows (realcodec.go).
-		j, err := newJudge(pe, pics)
-		if err != nil {
-			return nil, err
-		}
-		defer j.close()
-		vcfg.Decoder = j
-	}
-	vcfg.Clock = clock.New(s.ViewerClock.Offset, s.ViewerClock.DriftPPM, start)
-	vw, err := viewer.New(vcfg)
-	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
-	}
+	return acfg
+}
 
-	var samples []Sample
-	// Metrics want the links' counters even when the result does not.
-	period := s.SampleEvery
-	if period == 0 && s.Metrics != nil {
-		period = result.DefaultSampleEvery
+// close releases the judge's decoder, if any.
+func (e *sessionEnds) close() {
+	if e.judge != nil {
+		e.judge.close()
 	}
-	links := newLinkFeed(s.Metrics)
-	flowsFed := newFlowFeed(s.Metrics, s.Traffic, &mainArrived, s.capacity)
-	sample := func(at time.Time) {
-		if period == 0 {
-			return
-		}
-		smp := Sample{At: at}
-		smp.Uplink, smp.Downlink = conn.stats()
-		if s.SampleEvery > 0 {
-			samples = append(samples, smp)
-		}
-		links.feed(smp)
-		flowsFed.feed(at.Sub(start))
-		decisions.feed()
-	}
-	sample(time.Now())
-	end := start.Add(s.Duration)
+}
+
+// ran is what the run phase measured beside the ground truth.
+type ran struct {
+	// stopped is when the session was stopped (Result.End).
+	stopped time.Time
+	samples []Sample
+	traffic []FlowResult
+	// interrupted says why the session ended early; nil when it ran to
+	// its end.
+	interrupted error
+}
+
+// runEnds runs the agent, the viewer and the traffic from time zero to
+// the session's end, or until ctx ends, sampling the links on the way.
+func runEnds(ctx context.Context, s Session, n *sessionNet, e *sessionEnds) (*ran, error) {
+	sm := newSampler(s, n, e)
+	sm.take(time.Now())
+	end := n.zero.Add(s.Duration)
 	var traffic *trafficRun
 	if len(s.Traffic) > 0 {
-		if conn.traffic == nil {
+		if n.conn.traffic == nil {
 			return nil, fmt.Errorf("%w: traffic on this transport", ErrUnsupported)
 		}
-		traffic = startTraffic(ctx, s, conn.traffic, start, end, capt.keyLog())
-		flowsFed.run = traffic
+		traffic = startTraffic(ctx, s, n.conn.traffic, n.zero, end, n.capt.keyLog())
+		sm.flows.run = traffic
 	}
 	var wg sync.WaitGroup
 	var agentErr, viewerErr error
 	session, stop := context.WithCancel(context.Background())
 	defer stop()
-	wg.Go(func() { agentErr = ag.Run(session, conn.agent) })
-	wg.Go(func() { viewerErr = vw.Run(session, conn.viewer) })
-	// The samples are taken here, between the waits for the end, rather
-	// than by a goroutine of their own: the last one is then certainly
-	// taken at the end instant, before the session stops. Each is read a
-	// nanosecond after its instant and stands for it: a packet the
-	// viewer sends at the very instant (its reports come every 250 ms
-	// from its start, as the samples do) is then always counted in it,
-	// never only when the goroutines woken at that instant happen to run
-	// in one order rather than the other.
-	var interrupted error
-	for k := 1; ; k++ {
-		next := end
-		if period > 0 {
-			next = minTime(end, start.Add(time.Duration(k)*period))
-		}
-		if !sleepUntil(ctx, next.Add(sampleSettle)) {
-			interrupted = fmt.Errorf("lab: session stopped after %v of %v: %w", time.Since(start), s.Duration, context.Cause(ctx))
-			sample(time.Now())
-			break
-		}
-		sample(next)
-		if !next.Before(end) {
-			break
-		}
-	}
-	stopped := time.Now()
+	wg.Go(func() { agentErr = e.ag.Run(session, n.conn.agent) })
+	wg.Go(func() { viewerErr = e.vw.Run(session, n.conn.viewer) })
+	out := &ran{interrupted: sm.until(ctx, end)}
+	out.stopped = time.Now()
 	stop()
 	wg.Wait()
-	flowResults := traffic.finish()
+	out.traffic = traffic.finish()
 	if err := errors.Join(agentErr, viewerErr); err != nil {
-		return nil, fmt.Errorf("lab: %w", errors.Join(err, interrupted))
+		return nil, fmt.Errorf("lab: %w", errors.Join(err, out.interrupted))
 	}
-	upStats, downStats := conn.stats()
+	out.samples = sm.samples
+	return out, nil
+}
+
+// collectResult builds the session's result from what the ends recorded and
+// the run measured, and adds what only the transport measures.
+func collectResult(n *sessionNet, e *sessionEnds, out *ran) (*Result, error) {
+	upStats, downStats := n.conn.stats()
 	res := &Result{
-		Frames:    rec.Frames(),
-		Events:    rec.Events(),
-		Agent:     ag.Counters(),
-		Viewer:    vw.Counters(),
-		Probe:     ag.Probe(),
-		Reports:   ag.Reports(),
+		Frames:    e.rec.Frames(),
+		Events:    e.rec.Events(),
+		Agent:     e.ag.Counters(),
+		Viewer:    e.vw.Counters(),
+		Probe:     e.ag.Probe(),
+		Reports:   e.ag.Reports(),
 		Uplink:    upStats,
 		Downlink:  downStats,
-		Start:     start,
-		End:       stopped,
-		Handshake: handshake,
-		Late:      late,
-		Samples:   samples,
-		Targets:   targets.changes(),
-		Path:      conn.path,
-		Traffic:   flowResults,
+		Start:     n.zero,
+		End:       out.stopped,
+		Handshake: n.handshake,
+		Late:      n.late,
+		Samples:   out.samples,
+		Targets:   e.targets.changes(),
+		Path:      n.conn.path,
+		Traffic:   out.traffic,
 		// The content is a function of time only: asking after the end
 		// changes nothing the agent saw.
-		ScreenChanges: scr.Changes(stopped.Sub(start)),
+		ScreenChanges: e.scr.Changes(out.stopped.Sub(n.zero)),
 	}
-	// Before the deferred close: what the transport alone measures (the
+	// Before the network closes: what the transport alone measures (the
 	// kernel senders' TCP_INFO) goes with its sockets.
-	if conn.finish != nil {
-		if err := conn.finish(res); err != nil {
+	if n.conn.finish != nil {
+		if err := n.conn.finish(res); err != nil {
 			return nil, err
 		}
 	}
-	return res, interrupted
+	return res, out.interrupted
 }
 
 // sampleSettle is how long after its instant a sample is read (see
-// RunSessionContext).
+// sampler.until).
 const sampleSettle = time.Nanosecond
+
+// sampler takes the links' samples of a session's run and feeds each to
+// the metrics: the result keeps them only when the session asks for
+// samples (Session.SampleEvery), but metrics want the links' counters
+// even when the result does not.
+type sampler struct {
+	// period is the time between two samples; 0 takes none.
+	period time.Duration
+	// keep keeps the samples for the result.
+	keep    bool
+	samples []Sample
+	start   time.Time
+	stats   func() (up, down netem.Stats)
+
+	links     *linkFeed
+	flows     *flowFeed
+	decisions *decisionFeed
+}
+
+func newSampler(s Session, n *sessionNet, e *sessionEnds) *sampler {
+	period := s.SampleEvery
+	if period == 0 && s.Metrics != nil {
+		period = result.DefaultSampleEvery
+	}
+	return &sampler{
+		period: period, keep: s.SampleEvery > 0, start: n.zero, stats: n.conn.stats,
+		links:     newLinkFeed(s.Metrics),
+		flows:     newFlowFeed(s.Metrics, s.Traffic, e.arrived, s.capacity),
+		decisions: e.decisions,
+	}
+}
+
+// take samples the links at instant at.
+func (sm *sampler) take(at time.Time) {
+	if sm.period == 0 {
+		return
+	}
+	smp := Sample{At: at}
+	smp.Uplink, smp.Downlink = sm.stats()
+	if sm.keep {
+		sm.samples = append(sm.samples, smp)
+	}
+	sm.links.feed(smp)
+	sm.flows.feed(at.Sub(sm.start))
+	sm.decisions.feed()
+}
+
+// until waits for the session's end, taking the samples on the way, and
+// returns why the session ended early (nil when it did not).
+//
+// The samples are taken here, between the waits for the end, rather
+// than by a goroutine of their own: the last one is then certainly taken
+// at the end instant, before the session stops. Each is read a
+// nanosecond after its instant and stands for it: a packet the viewer
+// sends at the very instant (its reports come every 250 ms from its
+// start, as the samples do) is then always counted in it, never only
+// when the goroutines woken at that instant happen to run in one order
+// rather than the other.
+func (sm *sampler) until(ctx context.Context, end time.Time) error {
+	for k := 1; ; k++ {
+		next := end
+		if sm.period > 0 {
+			next = minTime(end, sm.start.Add(time.Duration(k)*sm.period))
+		}
+		if !sleepUntil(ctx, next.Add(sampleSettle)) {
+			err := fmt.Errorf("lab: session stopped after %v of %v: %w", time.Since(sm.start), end.Sub(sm.start), context.Cause(ctx))
+			sm.take(time.Now())
+			return err
+		}
+		sm.take(next)
+		if !next.Before(end) {
+			return nil
+		}
+	}
+}
 
 // sleepUntil waits until t; false if ctx ended first.
 var sleepUntil = clock.SleepUntil
