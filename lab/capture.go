@@ -16,6 +16,8 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlogwriter"
 
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/pcap"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -27,8 +29,8 @@ import (
 // qvis. Its zero value records nothing and costs nothing.
 type Capture struct {
 	// Pcap, when set, receives a pcapng capture of the session's Uplink
-	// and Downlink (with a Path, the viewer's access links): interfaces
-	// uplink-in, uplink-out, downlink-in and downlink-out, each packet
+	// and Downlink (over transport.Topology, the viewer's access links):
+	// interfaces uplink-in, uplink-out, downlink-in and downlink-out, each packet
 	// offered to a link on its -in interface with its fate as the packet
 	// comment ("dropped: loss", "delivered after 25ms"), see netem/pcap.
 	// The capture ends once the session's network is closed, with the
@@ -43,9 +45,9 @@ type Capture struct {
 	KeyLog io.Writer
 	// QlogDir, when set, is a directory (made if missing) where each
 	// endpoint writes a qlog in JSON-SEQ, the form qvis opens:
-	// agent.sqlog and viewer.sqlog. A Path may make several connections
-	// while it tries its strategies; the later ones of an endpoint are
-	// agent-2.sqlog, agent-3.sqlog and so on.
+	// agent.sqlog and viewer.sqlog. transport.Topology may make several
+	// connections while it tries its strategies; the later ones of an
+	// endpoint are agent-2.sqlog, agent-3.sqlog and so on.
 	QlogDir string
 }
 
@@ -54,16 +56,18 @@ func (c Capture) enabled() bool {
 	return c.Pcap != nil || c.KeyLog != nil || c.QlogDir != ""
 }
 
-// recording is a Capture under way. A nil *recording records nothing, so
+// recording is a Capture under way: the session's transport feeds it
+// through transport.Recorder. A nil *recording records nothing, so
 // sessions without a Capture go the way they always went.
 type recording struct {
 	cfg      Capture
 	pcap     *pcap.Writer
 	up, down *pcap.Tap
 
-	// ports names the flows of a real-time session by the port of their
-	// socket at the agent's host, which the kernel chose (port ->
-	// name); the in-memory network's fixed ports need no table.
+	// ports names the flows of a session over a transport that names its
+	// ports (transport.NamedPorts: real time) by the port of their socket
+	// at the agent's host, which the kernel chose (port -> name); the
+	// in-memory network's fixed ports need no table.
 	ports sync.Map
 
 	mu    sync.Mutex
@@ -72,18 +76,19 @@ type recording struct {
 	open  sync.WaitGroup // qlog files not yet closed
 }
 
-// startCapture prepares the recording of a session with its traffic; nil
-// when c is zero.
-func startCapture(c Capture, traffic []Flow, realTime bool) (*recording, error) {
+// startCapture prepares the recording of a session with its traffic over
+// transport tr; nil when c is zero.
+func startCapture(c Capture, flows []traffic.Flow, tr transport.Transport) (*recording, error) {
 	if !c.enabled() {
 		return nil, nil
 	}
 	r := &recording{cfg: c, qlogs: map[string]int{}}
 	if c.Pcap != nil {
 		r.pcap = pcap.NewWriter(c.Pcap)
-		if len(traffic) > 0 {
-			r.pcap.Describe(flowLegend(traffic, realTime))
-			r.pcap.NameFlows(r.flowNamer(traffic, realTime))
+		if len(flows) > 0 {
+			named, _ := tr.(transport.NamedPorts)
+			r.pcap.Describe(flowLegend(flows, named))
+			r.pcap.NameFlows(r.flowNamer(flows, named != nil))
 		}
 		var err error
 		if r.up, err = r.pcap.Tap("uplink"); err != nil {
@@ -111,6 +116,17 @@ func (r *recording) taps() (up, down netem.Tap) {
 	return r.up, r.down
 }
 
+// recorder is the recording as the transport sees it: nil, not a nil
+// *recording, when there is none, so that a transport that sets up its
+// TLS and QUIC configurations only for a capture (transport.Topology)
+// sees none.
+func (r *recording) recorder() transport.Recorder {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
 // keyLog is where the TLS secrets go, or nil.
 func (r *recording) keyLog() io.Writer {
 	if r == nil {
@@ -119,9 +135,13 @@ func (r *recording) keyLog() io.Writer {
 	return r.cfg.KeyLog
 }
 
-// quicConfig is the QUIC configuration both ends use: quic-go's defaults
-// (nil) unless the endpoints are to write qlogs.
-func (r *recording) quicConfig() *quic.Config {
+// KeyLog implements transport.Recorder.
+func (r *recording) KeyLog() io.Writer { return r.keyLog() }
+
+// QUICConfig implements transport.Recorder: the QUIC configuration both
+// ends use, quic-go's defaults (nil) unless the endpoints are to write
+// qlogs.
+func (r *recording) QUICConfig() *quic.Config {
 	if r == nil || r.cfg.QlogDir == "" {
 		return nil
 	}
@@ -212,42 +232,43 @@ func (r *recording) finish(stats func() (up, down netem.Stats)) error {
 }
 
 // flowLegend lists a session's flows and their ports for a capture's
-// comment. In real time the ports are the kernel's choice, one socket per
-// flow at each end on 127.0.0.1.
-func flowLegend(traffic []Flow, realTime bool) string {
+// comment. Over a transport that names its ports (real time) they are
+// the kernel's choice, one socket per flow at each end; named is nil for
+// the in-memory network's fixed ports.
+func flowLegend(flows []traffic.Flow, named transport.NamedPorts) string {
 	var b strings.Builder
-	if realTime {
+	if named != nil {
 		b.WriteString("flows: main (the session)")
 	} else {
-		fmt.Fprintf(&b, "flows: main (the session: agent %v, viewer %v)", AgentAddr, ViewerAddr)
+		fmt.Fprintf(&b, "flows: main (the session: agent %v, viewer %v)", transport.AgentAddr, transport.ViewerAddr)
 	}
-	for i, f := range traffic {
+	for i, f := range flows {
 		dir := "down"
-		if f.dataUp() {
+		if f.DataUp() {
 			dir = "up"
 		}
-		if realTime {
-			fmt.Fprintf(&b, "; %s (%s, %s, sockets of its own on loopback)", f.Name, f.Kind, dir)
+		if named != nil {
+			fmt.Fprintf(&b, "; %s (%s, %s, %s)", f.Name, f.Kind, dir, named.FlowSockets())
 		} else {
-			fmt.Fprintf(&b, "; %s (%s, %s, udp port %d at both hosts)", f.Name, f.Kind, dir, FlowPortBase+i)
+			fmt.Fprintf(&b, "; %s (%s, %s, udp port %d at both hosts)", f.Name, f.Kind, dir, traffic.PortBase+i)
 		}
 	}
 	return b.String()
 }
 
-// namePort names the packets to or from a real-time socket's port (see
-// recording.ports); a no-op without a pcap.
-func (r *recording) namePort(port uint16, name string) {
+// NamePort implements transport.Recorder: it names the packets to or
+// from a socket's port (see recording.ports); a no-op without a pcap.
+func (r *recording) NamePort(port uint16, name string) {
 	if r == nil || r.pcap == nil {
 		return
 	}
 	r.ports.Store(port, name)
 }
 
-// flowNamer names a packet's flow by its ports: in real time by the
-// agent's end's socket (namePort), else the session's own or a flow's
-// FlowPortBase+i.
-func (r *recording) flowNamer(traffic []Flow, realTime bool) func(*netem.Packet) string {
+// flowNamer names a packet's flow by its ports: by the ports the
+// transport named (NamePort) when it names them, else the session's own
+// or a flow's traffic.PortBase+i.
+func (r *recording) flowNamer(flows []traffic.Flow, named bool) func(*netem.Packet) string {
 	return func(p *netem.Packet) string {
 		for _, a := range []net.Addr{p.From, p.To} {
 			var port uint16
@@ -265,17 +286,17 @@ func (r *recording) flowNamer(traffic []Flow, realTime bool) func(*netem.Packet)
 				}
 				port = ap.Port()
 			}
-			if realTime {
+			if named {
 				if name, ok := r.ports.Load(port); ok {
 					return name.(string)
 				}
 				continue
 			}
-			if port == AgentAddr.Port() || port == ViewerAddr.Port() {
+			if port == transport.AgentAddr.Port() || port == transport.ViewerAddr.Port() {
 				return scenarios.MainFlow
 			}
-			if i := int(port) - FlowPortBase; i >= 0 && i < len(traffic) {
-				return traffic[i].Name
+			if i := int(port) - traffic.PortBase; i >= 0 && i < len(flows) {
+				return flows[i].Name
 			}
 		}
 		return ""

@@ -15,6 +15,8 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/pcap"
 )
@@ -244,15 +246,15 @@ func TestCaptureNamesFlows(t *testing.T) {
 				Seed: 1, Duration: time.Second, Uplink: lan(),
 				// 10 Mbit/s keeps the download's capture small.
 				Downlink: []netem.Impairment{&netem.Rate{Rate: 10_000_000}, &netem.Delay{Delay: 5 * time.Millisecond}},
-				Traffic: []Flow{
-					{Name: "voice", Kind: FlowCBR, Rate: 64_000, Size: 160},
-					{Name: "download", Kind: FlowQUICBulk, Start: 200 * time.Millisecond, Stop: 600 * time.Millisecond},
+				Traffic: []traffic.Flow{
+					{Name: "voice", Kind: traffic.KindCBR, Rate: 64_000, Size: 160},
+					{Name: "download", Kind: traffic.KindQUICBulk, Start: 200 * time.Millisecond, Stop: 600 * time.Millisecond},
 				},
-				Capture:  Capture{Pcap: pf, KeyLog: kf},
-				RealTime: realTime,
+				Capture: Capture{Pcap: pf, KeyLog: kf},
 			}
 			var res *Result
 			if realTime {
+				s.Transport = transport.RealTime{}
 				res, err = RunSession(s)
 				require.NoError(t, err)
 			} else {

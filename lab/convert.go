@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -17,7 +18,10 @@ import (
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
 	"github.com/nuvirahub/latencylab/internal/modroot"
+	"github.com/nuvirahub/latencylab/lab/laberr"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/netem/nat"
@@ -25,7 +29,8 @@ import (
 	"github.com/nuvirahub/latencylab/viewer"
 )
 
-// Errors of the conversion of a scenario into a session.
+// The errors with which the lab refuses a scenario or a session (defined
+// in laberr, below every package that refuses).
 var (
 	// ErrSharedAbsent: the scenario replays a trace from ../shared, the
 	// folder beside the repository that holds recordings which are not
@@ -36,10 +41,11 @@ var (
 	// ErrScenario wraps every other reason a scenario cannot be run as
 	// written (an unknown preset, source or controller, a queue without a
 	// bottleneck, parameters netem refuses).
-	ErrScenario = errors.New("lab: scenario cannot be run")
-	// ErrUnsupported: the scenario asks for something the lab cannot do
-	// yet (a path other than direct).
-	ErrUnsupported = errors.New("lab: not supported yet")
+	ErrScenario = laberr.ErrScenario
+	// ErrUnsupported: the session asks for something the lab cannot do
+	// (a kind of traffic a transport cannot carry, the kernel mode away
+	// from Linux).
+	ErrUnsupported = laberr.ErrUnsupported
 )
 
 // plan is a scenario made ready to run: the session and what the result
@@ -101,7 +107,7 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.session.Path = path
+		p.session.Transport = *path
 	}
 	traces := map[string]*netem.Trace{}
 	var err error
@@ -147,17 +153,17 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 // flow gets the scenario's agent and viewer models with its own
 // controller and screen (the scenario's when it gives none), each built
 // afresh: no state is shared with the scenario's own session.
-func convertTraffic(sc *scenarios.Scenario, vw viewer.Config) ([]Flow, error) {
-	var out []Flow
+func convertTraffic(sc *scenarios.Scenario, vw viewer.Config) ([]traffic.Flow, error) {
+	var out []traffic.Flow
 	for i, sf := range sc.Traffic {
 		where := fmt.Sprintf("traffic[%d]", i)
-		f := Flow{Name: sf.Name, Kind: sf.Kind, Start: sf.Start, Stop: sf.Stop, Up: sf.Direction == "up", Delay: sf.Delay,
+		f := traffic.Flow{Name: sf.Name, Kind: sf.Kind, Start: sf.Start, Stop: sf.Stop, Up: sf.Direction == "up", Delay: sf.Delay,
 			Congestion: sf.Congestion, Rate: sf.Rate, Size: sf.Size}
 		if o := sf.Object; o != nil {
 			f.Web = flows.WebConfig{Mean: int64(o.Mean), SD: int64(o.SD), Min: int64(o.Min), Max: int64(o.Max)}
 		}
 		f.Web.Think = sf.Think
-		if f.media() {
+		if f.Media() {
 			own := *sc
 			if sf.Controller != nil {
 				own.Controller = *sf.Controller
@@ -358,7 +364,7 @@ func describePhase(ph scenarios.Phase) string {
 	}
 	switch {
 	case ph.Jitter != nil:
-		add("delay %v ± %v (%s)", ph.Delay, ph.Jitter.Spread, cmpOr(ph.Jitter.Distribution, netem.DistUniform))
+		add("delay %v ± %v (%s)", ph.Delay, ph.Jitter.Spread, cmp.Or(ph.Jitter.Distribution, netem.DistUniform))
 	case ph.Delay > 0:
 		add("delay %v", ph.Delay)
 	}
@@ -366,13 +372,6 @@ func describePhase(ph scenarios.Phase) string {
 		return "perfect"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // loadTrace finds the trace ref that the scenario file names and loads it
@@ -584,7 +583,7 @@ func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
 		return cfg, err
 	}
 
-	sw, err := encoder.Preset(cmpOr(a.Encoder, encoder.PresetOpenH264Asm))
+	sw, err := encoder.Preset(cmp.Or(a.Encoder, encoder.PresetOpenH264Asm))
 	if err != nil {
 		return cfg, fmt.Errorf("%w: agent.encoder: %w", ErrScenario, err)
 	}
@@ -749,7 +748,7 @@ var natPresets = map[string]nat.Config{
 }
 
 // convertPath turns a scenario's path into the session's topology.
-func convertPath(sp scenarios.Path) (*Path, error) {
+func convertPath(sp scenarios.Path) (*transport.Topology, error) {
 	router := func(field, name string) (*nat.Config, error) {
 		if name == "" || name == "none" {
 			return nil, nil
@@ -760,7 +759,7 @@ func convertPath(sp scenarios.Path) (*Path, error) {
 		}
 		return &c, nil
 	}
-	p := &Path{Connect: sp.Connect, SameRouter: sp.SameRouter, RelayDelay: sp.RelayDelay,
+	p := &transport.Topology{Connect: sp.Connect, SameRouter: sp.SameRouter, RelayDelay: sp.RelayDelay,
 		IgnoreLANCandidates: sp.IgnoreLANCandidates, ForceRelay: sp.ForceRelay}
 	var err error
 	if p.AgentNAT, err = router("agent_nat", sp.AgentNAT); err != nil {
@@ -769,7 +768,7 @@ func convertPath(sp scenarios.Path) (*Path, error) {
 	if p.ViewerNAT, err = router("viewer_nat", sp.ViewerNAT); err != nil {
 		return nil, err
 	}
-	if _, err := p.only(); err != nil {
+	if _, err := p.Strategy(); err != nil {
 		return nil, err
 	}
 	return p, nil

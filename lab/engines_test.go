@@ -24,6 +24,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/internal/timerprobe"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
@@ -219,8 +220,8 @@ func TestEnginesAgree(t *testing.T) {
 		header int
 	}
 	engines := []realEngine{
-		{name: "proxy", media: func(s Session) Session { s.RealTime = true; return s }, bulk: proxyBulk, require: func(*testing.T) {}},
-		{name: "kernel", media: func(s Session) Session { s.Kernel = &KernelMode{}; return s }, bulk: kernelBulk,
+		{name: "proxy", media: func(s Session) Session { s.Transport = transport.RealTime{}; return s }, bulk: proxyBulk, require: func(*testing.T) {}},
+		{name: "kernel", media: func(s Session) Session { s.Transport = transport.Kernel{}; return s }, bulk: kernelBulk,
 			require: func(t *testing.T) { requireKernel(t) }, header: 28},
 	}
 	// One engine at a time, its runs (every seed's media session and bulk

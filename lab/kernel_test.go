@@ -16,6 +16,8 @@ import (
 	"github.com/nuvirahub/latencylab/agent/abr"
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/internal/timerprobe"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 )
@@ -42,11 +44,11 @@ func requireKernel(t *testing.T, controllers ...string) {
 
 // badLinkSession is a session on the write-up's bad link both ways (N9:
 // 25 ms, 1% loss, 5 Mbit/s) in kernel mode.
-func badLinkSession(d time.Duration, mode KernelMode) Session {
+func badLinkSession(d time.Duration, mode transport.Kernel) Session {
 	return Session{
 		Seed: 1, Duration: d,
 		Uplink: netem.DocumentedBadLink(), Downlink: netem.DocumentedBadLink(),
-		Kernel: &mode,
+		Transport: mode,
 	}
 }
 
@@ -73,8 +75,8 @@ func runKernel(t *testing.T, s Session) *Result {
 // time, and the links count the kernel's IP packets.
 func TestKernelSessionQUIC(t *testing.T) {
 	requireKernel(t)
-	res := runKernel(t, badLinkSession(3*time.Second, KernelMode{}))
-	require.Equal(t, KernelQUIC, res.Kernel.Transport)
+	res := runKernel(t, badLinkSession(3*time.Second, transport.Kernel{}))
+	require.Equal(t, transport.KernelQUIC, res.Kernel.Transport)
 	require.Equal(t, "newreno (quic-go)", res.Kernel.Controller)
 	require.Nil(t, res.Kernel.Tunnel)
 	require.Equal(t, int64(5_000_000), res.Kernel.Rate)
@@ -87,7 +89,7 @@ func TestKernelSessionQUIC(t *testing.T) {
 // carried the video.
 func TestKernelSessionWebSocket(t *testing.T) {
 	requireKernel(t, "cubic")
-	res := runKernel(t, badLinkSession(3*time.Second, KernelMode{Transport: KernelWebSocket, Controller: "cubic"}))
+	res := runKernel(t, badLinkSession(3*time.Second, transport.Kernel{Transport: transport.KernelWebSocket, Controller: "cubic"}))
 	require.Equal(t, "cubic", res.Kernel.Controller)
 	require.NotNil(t, res.Kernel.Tunnel)
 	require.Positive(t, res.Kernel.Tunnel.SegmentsOut)
@@ -98,7 +100,7 @@ func TestKernelSessionWebSocket(t *testing.T) {
 // through, and their shares add up to the whole of the two.
 func TestKernelSessionCompeting(t *testing.T) {
 	requireKernel(t, "cubic")
-	res := runKernel(t, badLinkSession(4*time.Second, KernelMode{Competing: "cubic"}))
+	res := runKernel(t, badLinkSession(4*time.Second, transport.Kernel{Competing: "cubic"}))
 	c := res.Kernel.Competing
 	require.NotNil(t, c)
 	require.Equal(t, "cubic", c.Controller)
@@ -119,11 +121,11 @@ func TestKernelTraffic(t *testing.T) {
 	link := func() []netem.Impairment { // an instance belongs to one link
 		return []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{Packets: 100}}, &netem.Delay{Delay: 10 * time.Millisecond}}
 	}
-	s := Session{Seed: 1, Duration: 5 * time.Second, Uplink: link(), Downlink: link(), Kernel: &KernelMode{},
+	s := Session{Seed: 1, Duration: 5 * time.Second, Uplink: link(), Downlink: link(), Transport: transport.Kernel{},
 		SampleEvery: 250 * time.Millisecond,
-		Traffic: []Flow{
-			{Name: "download", Kind: FlowTCPBulk, Congestion: "bbr", Start: time.Second, Stop: 4 * time.Second},
-			{Name: "upload", Kind: FlowTCPBulk, Congestion: "reno", Up: true, Start: 2 * time.Second},
+		Traffic: []traffic.Flow{
+			{Name: "download", Kind: traffic.KindTCPBulk, Congestion: "bbr", Start: time.Second, Stop: 4 * time.Second},
+			{Name: "upload", Kind: traffic.KindTCPBulk, Congestion: "reno", Up: true, Start: 2 * time.Second},
 		}}
 	res := runKernel(t, s)
 	require.Len(t, res.Traffic, 2)
@@ -156,15 +158,15 @@ func TestKernelTraffic(t *testing.T) {
 }
 
 // Mistakes in the mode are refused before anything is made, so these need
-// no root.
+// no root. (The kernel mode with real time or with a path cannot be asked
+// for: a session has one transport; a scenario with a path run in the
+// kernel mode is refused, TestRealTimeRefusesPath.)
 func TestKernelModeRefused(t *testing.T) {
 	for name, s := range map[string]Session{
-		"controller with quic": {Duration: time.Second, Kernel: &KernelMode{Controller: "bbr"}},
-		"unknown transport":    {Duration: time.Second, Kernel: &KernelMode{Transport: "tcp"}},
-		"with real time":       {Duration: time.Second, Kernel: &KernelMode{}, RealTime: true},
-		"with a path":          {Duration: time.Second, Kernel: &KernelMode{}, Path: &Path{}},
-		"cbr traffic":          {Duration: time.Second, Kernel: &KernelMode{}, Traffic: []Flow{{Name: "v", Kind: FlowCBR, Rate: 64_000}}},
-		"a flow's extra delay": {Duration: time.Second, Kernel: &KernelMode{}, Traffic: []Flow{{Name: "d", Kind: FlowTCPBulk, Delay: time.Millisecond}}},
+		"controller with quic": {Duration: time.Second, Transport: transport.Kernel{Controller: "bbr"}},
+		"unknown transport":    {Duration: time.Second, Transport: transport.Kernel{Transport: "tcp"}},
+		"cbr traffic":          {Duration: time.Second, Transport: transport.Kernel{}, Traffic: []traffic.Flow{{Name: "v", Kind: traffic.KindCBR, Rate: 64_000}}},
+		"a flow's extra delay": {Duration: time.Second, Transport: transport.Kernel{}, Traffic: []traffic.Flow{{Name: "d", Kind: traffic.KindTCPBulk, Delay: time.Millisecond}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := RunSession(s)
@@ -185,15 +187,15 @@ func TestKernelMeasureABR(t *testing.T) {
 	const d = 12 * time.Second
 	cases := []struct {
 		name string
-		mode KernelMode
+		mode transport.Kernel
 	}{
-		{"quic", KernelMode{}},
-		{"websocket-bbr", KernelMode{Transport: KernelWebSocket, Controller: "bbr"}},
-		{"websocket-cubic", KernelMode{Transport: KernelWebSocket, Controller: "cubic"}},
-		{"websocket-reno", KernelMode{Transport: KernelWebSocket, Controller: "reno"}},
-		{"quic+cubic-flow", KernelMode{Competing: "cubic"}},
-		{"quic+bbr-flow", KernelMode{Competing: "bbr"}},
-		{"websocket-cubic+cubic-flow", KernelMode{Transport: KernelWebSocket, Controller: "cubic", Competing: "cubic"}},
+		{"quic", transport.Kernel{}},
+		{"websocket-bbr", transport.Kernel{Transport: transport.KernelWebSocket, Controller: "bbr"}},
+		{"websocket-cubic", transport.Kernel{Transport: transport.KernelWebSocket, Controller: "cubic"}},
+		{"websocket-reno", transport.Kernel{Transport: transport.KernelWebSocket, Controller: "reno"}},
+		{"quic+cubic-flow", transport.Kernel{Competing: "cubic"}},
+		{"quic+bbr-flow", transport.Kernel{Competing: "bbr"}},
+		{"websocket-cubic+cubic-flow", transport.Kernel{Transport: transport.KernelWebSocket, Controller: "cubic", Competing: "cubic"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

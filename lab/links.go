@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -33,3 +35,26 @@ func Links(sc *scenarios.Scenario) (up, down netem.LinkConfig, err error) {
 // loss 1%, rate 5 Mbit/s", or "perfect". lab shell's status line names the
 // phase in force with it.
 func DescribePhase(ph scenarios.Phase) string { return describePhase(ph) }
+
+// ShellLinks is Links for lab shell, which runs a scenario's traffic
+// itself beside the user's program (transport.StartShellTraffic): the
+// scenario's two links and its flows, which must be ones the kernel mode
+// runs (tcp-bulk, without an extra delay; the others are refused with
+// ErrUnsupported).
+func ShellLinks(sc *scenarios.Scenario) (up, down netem.LinkConfig, flows []traffic.Flow, err error) {
+	p, err := convert(sc)
+	if err != nil {
+		return up, down, nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
+	}
+	s := p.session
+	err = traffic.Check(s.Traffic, s.Duration)
+	if err == nil {
+		err = transport.CheckKernelFlows(s.Traffic)
+	}
+	if err != nil {
+		return up, down, nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
+	}
+	up = netem.LinkConfig{Name: "up", Seed: s.Seed, Impairments: s.Uplink, Timeline: s.UplinkTimeline}
+	down = netem.LinkConfig{Name: "down", Seed: s.Seed, Impairments: s.Downlink, Timeline: s.DownlinkTimeline}
+	return up, down, s.Traffic, nil
+}

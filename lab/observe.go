@@ -10,6 +10,7 @@ import (
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -85,15 +86,15 @@ func (f *linkFeed) feed(s Sample) {
 // period. It feeds nothing for a session without traffic.
 type flowFeed struct {
 	m        *metrics.Metrics
-	traffic  []Flow
-	run      *trafficRun // set once the flows start
+	traffic  []traffic.Flow
+	run      *traffic.Run // set once the flows start
 	main     *atomic.Int64
 	capacity func(up bool, a, b time.Duration) (bits float64, capped bool)
 	prev     []int64 // main, then each flow, at prevAt
 	prevAt   time.Duration
 }
 
-func newFlowFeed(m *metrics.Metrics, traffic []Flow, main *atomic.Int64, capacity func(bool, time.Duration, time.Duration) (float64, bool)) *flowFeed {
+func newFlowFeed(m *metrics.Metrics, traffic []traffic.Flow, main *atomic.Int64, capacity func(bool, time.Duration, time.Duration) (float64, bool)) *flowFeed {
 	if len(traffic) == 0 {
 		m = nil
 	}
@@ -108,14 +109,14 @@ func (f *flowFeed) feed(at time.Duration) {
 	cur := make([]int64, len(f.prev))
 	cur[0] = f.main.Load()
 	if f.run != nil {
-		for i, m := range f.run.meters {
+		for i, m := range f.run.Meters() {
 			cur[i+1] = m.Total()
 		}
 	}
 	for i := range cur {
 		name, up := scenarios.MainFlow, false
 		if i > 0 {
-			name, up = f.traffic[i-1].Name, f.traffic[i-1].dataUp()
+			name, up = f.traffic[i-1].Name, f.traffic[i-1].DataUp()
 		}
 		dir := metrics.Down
 		if up {
@@ -176,7 +177,7 @@ func runConfigured(ctx context.Context, sc *scenarios.Scenario, configure func(*
 		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
 	}
 	p.session.Lead = HandshakeLead
-	if p.session.Path != nil {
+	if p.session.Transport != nil { // the scenario's path
 		p.session.Lead = PathLead
 	}
 	p.session.SampleEvery = result.DefaultSampleEvery

@@ -14,6 +14,7 @@ import (
 	"github.com/nuvirahub/latencylab/internal/evidence"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/internal/quantile"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem/nat"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/netem/relay"
@@ -21,13 +22,13 @@ import (
 
 // lanPath is the write-up's LAN with both PCs behind one router and the
 // relay 2.5 ms from it (N17, N18).
-func lanPath(mod func(*Path)) Session {
+func lanPath(mod func(*transport.Topology)) Session {
 	router := nat.PortRestrictedCone
-	p := &Path{Connect: "auto", AgentNAT: &router, SameRouter: true, RelayDelay: 2500 * time.Microsecond}
+	p := transport.Topology{Connect: "auto", AgentNAT: &router, SameRouter: true, RelayDelay: 2500 * time.Microsecond}
 	if mod != nil {
-		mod(p)
+		mod(&p)
 	}
-	return Session{Seed: 1, Duration: 10 * time.Second, Uplink: lan(), Downlink: lan(), Lead: PathLead, Path: p}
+	return Session{Seed: 1, Duration: 10 * time.Second, Uplink: lan(), Downlink: lan(), Lead: PathLead, Transport: p}
 }
 
 // N17, N18, E14: on one LAN the session goes direct between the PCs; the
@@ -38,8 +39,8 @@ func lanPath(mod func(*Path)) Session {
 // either way, is the same.
 func TestPathSwitchesChangeOnlyThePath(t *testing.T) {
 	direct := run(t, lanPath(nil))
-	forced := run(t, lanPath(func(p *Path) { p.ForceRelay = true }))
-	ignored := run(t, lanPath(func(p *Path) { p.IgnoreLANCandidates = true }))
+	forced := run(t, lanPath(func(p *transport.Topology) { p.ForceRelay = true }))
+	ignored := run(t, lanPath(func(p *transport.Topology) { p.IgnoreLANCandidates = true }))
 
 	require.Equal(t, connect.PathDirectLAN, direct.Path.Path)
 	require.Equal(t, connect.PathRelay, forced.Path.Path)
@@ -91,7 +92,7 @@ func TestPathSwitchesChangeOnlyThePath(t *testing.T) {
 	}
 	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	n18 := evidence.For(t, "N18", "go test ./lab -run 'PathSwitches|RelaySees' -v")
-	n18.Figure(`a relay ([\d.]+) ms away`, msOf(lanPath(nil).Path.RelayDelay))
+	n18.Figure(`a relay ([\d.]+) ms away`, msOf(lanPath(nil).Transport.(transport.Topology).RelayDelay))
 	n18.Figure(`every frame after the first second exactly ([\d.]+) ms later`, msOf(lo))
 	n18.Figure(`every frame after the first second exactly ([\d.]+) ms later`, msOf(hi))
 	n18.Figure(`\(([\d.]+) vs ([\d.]+) ms median\)`, msOf(quantile.Median(direct.Latencies(time.Second))), msOf(quantile.Median(forced.Latencies(time.Second))))
@@ -107,7 +108,7 @@ func TestPathSwitchesChangeOnlyThePath(t *testing.T) {
 func TestRelaySeesOnlyCiphertext(t *testing.T) {
 	var mu sync.Mutex
 	var forwarded [][]byte
-	s := lanPath(func(p *Path) {
+	s := lanPath(func(p *transport.Topology) {
 		p.ForceRelay = true
 		p.Observe = func(_ relay.Role, data []byte) {
 			mu.Lock()
@@ -146,7 +147,7 @@ func TestPathEveryNATPairing(t *testing.T) {
 		for v := range presets {
 			ac, vc := presets[a], presets[v]
 			s := Session{Seed: 1, Duration: time.Second, Uplink: lan(), Downlink: lan(), Lead: PathLead,
-				Path: &Path{Connect: "auto", AgentNAT: &ac, ViewerNAT: &vc, RelayDelay: 2500 * time.Microsecond}}
+				Transport: transport.Topology{Connect: "auto", AgentNAT: &ac, ViewerNAT: &vc, RelayDelay: 2500 * time.Microsecond}}
 			var res *Result
 			synctest.Test(t, func(t *testing.T) {
 				var err error

@@ -2,9 +2,11 @@ package lab
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -18,18 +20,19 @@ type RealTimeConfig struct {
 	// (Session.Capture). The kernel mode records no packets (Pcap).
 	Capture Capture
 	// Kernel, when set, runs the session across the kernel mode's two
-	// network namespaces (Session.Kernel) rather than through the proxy
-	// on loopback: the agent's and the viewer's sockets, and the
-	// scenario's tcp-bulk flows, are the kernel's own, their IP packets
-	// crossing the scenario's links. It needs Linux and root (see
-	// kernel.Available); the traffic's other kinds are refused there.
-	Kernel *KernelMode
+	// network namespaces (transport.Kernel) rather than through the proxy
+	// on loopback (transport.RealTime): the agent's and the viewer's
+	// sockets, and the scenario's tcp-bulk flows, are the kernel's own,
+	// their IP packets crossing the scenario's links. It needs Linux and
+	// root (see kernel.Available); the traffic's other kinds are refused
+	// there.
+	Kernel *transport.Kernel
 }
 
 // RunRealTime runs a scenario as Run does, but in real time: the agent
 // and the viewer talk QUIC over real UDP sockets on 127.0.0.1 through the
 // real-time impairment proxy, which applies the scenario's network
-// (Session.RealTime). The scenario's time zero is HandshakeLead after the
+// (transport.RealTime). The scenario's time zero is HandshakeLead after the
 // call, as in Run, so that its instants are the same in both clocks; the
 // run then lasts the scenario's duration of wall-clock time.
 //
@@ -42,9 +45,15 @@ type RealTimeConfig struct {
 // session, the result measured so far comes back with an error wrapping
 // ctx's cause.
 func RunRealTime(ctx context.Context, sc *scenarios.Scenario, cfg RealTimeConfig) (*result.Run, error) {
+	if sc != nil && !sc.Path.Plain() {
+		return nil, fmt.Errorf("scenario %q: %w: a real-time run of a scenario with a path (the two-site topology exists only in the in-memory network)", sc.Name, ErrUnsupported)
+	}
+	var tr transport.Transport = transport.RealTime{}
+	if cfg.Kernel != nil {
+		tr = *cfg.Kernel
+	}
 	return runConfigured(ctx, sc, func(s *Session) {
-		s.RealTime = cfg.Kernel == nil
-		s.Kernel = cfg.Kernel
+		s.Transport = tr
 		s.Metrics = cfg.Metrics
 		s.Capture = cfg.Capture
 	})

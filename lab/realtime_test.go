@@ -1,12 +1,15 @@
 package lab
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/nuvirahub/latencylab/internal/timerprobe"
+	"github.com/nuvirahub/latencylab/lab/transport"
+	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // The same session in real time, over loopback sockets and the real-time
@@ -18,7 +21,7 @@ func TestRealTimeSession(t *testing.T) {
 	timerprobe.Require(t, 50*time.Millisecond)
 	res, err := RunSession(Session{
 		Seed: 1, Duration: 500 * time.Millisecond, SampleEvery: 100 * time.Millisecond,
-		Uplink: lan(), Downlink: lan(), RealTime: true,
+		Uplink: lan(), Downlink: lan(), Transport: transport.RealTime{},
 	})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Displayed())
@@ -30,10 +33,14 @@ func TestRealTimeSession(t *testing.T) {
 	require.Positive(t, res.Samples[5].Downlink.Delivered.Packets)
 }
 
-// The two-site topology lives only in the in-memory network: a real-time
-// session with a Path is refused before anything is opened.
+// The two-site topology lives only in the in-memory network: a scenario
+// with a path run in real time, through the proxy or in the kernel mode,
+// is refused before anything is opened.
 func TestRealTimeRefusesPath(t *testing.T) {
-	_, err := RunSession(Session{Seed: 1, Duration: time.Second, RealTime: true, Path: &Path{}})
-	require.ErrorIs(t, err, ErrUnsupported)
-	require.ErrorContains(t, err, "real-time")
+	sc := &scenarios.Scenario{Name: "p", Description: "a path", Seed: 1, Duration: time.Second, Path: scenarios.Path{Connect: "auto"}}
+	for _, cfg := range []RealTimeConfig{{}, {Kernel: &transport.Kernel{}}} {
+		_, err := RunRealTime(context.Background(), sc, cfg)
+		require.ErrorIs(t, err, ErrUnsupported)
+		require.ErrorContains(t, err, "real-time")
+	}
 }

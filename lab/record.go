@@ -16,13 +16,15 @@ import (
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/tcplike"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // newPathRecord turns a session's connection into its record.
-func newPathRecord(pr *PathResult) *result.PathRecord {
+func newPathRecord(pr *transport.PathResult) *result.PathRecord {
 	if pr == nil {
 		return nil
 	}
@@ -116,7 +118,9 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 	for _, t := range res.Targets {
 		r.Targets = append(r.Targets, result.TargetRecord{At: off(t.At), Bps: t.Bps})
 	}
-	r.Traffic = flowRecords(res.Traffic, p.session.Kernel != nil, off)
+	// Only a kernel-mode session measures beyond the rest, and its flows
+	// ran over the kernel's TCP.
+	r.Traffic = flowRecords(res.Traffic, res.Kernel != nil, off)
 	r.Series = buildSeries(r, p, res.Samples, off)
 	r.Links = linkTotals(res)
 	r.Summary = measure.Summarise(r)
@@ -198,7 +202,7 @@ func LinkTotal(from, to netem.Stats) result.LinkTotal {
 
 // flowRecords turns what the flows measured into their records; nil
 // without traffic, so that a result without it keeps its form.
-func flowRecords(flows []FlowResult, kernel bool, off func(time.Time) time.Duration) []result.FlowRecord {
+func flowRecords(flows []traffic.Result, kernel bool, off func(time.Time) time.Duration) []result.FlowRecord {
 	var out []result.FlowRecord
 	for _, fr := range flows {
 		f := fr.Flow
@@ -211,7 +215,7 @@ func flowRecords(flows []FlowResult, kernel bool, off func(time.Time) time.Durat
 		if rec.Delivered == nil {
 			rec.Delivered = []int64{}
 		}
-		if f.dataUp() {
+		if f.DataUp() {
 			rec.Direction = "up"
 		}
 		for _, o := range fr.Stats.Objects {
@@ -231,26 +235,26 @@ func flowRecords(flows []FlowResult, kernel bool, off func(time.Time) time.Durat
 
 // describeFlow sums a flow up for reports: "TCP-like CUBIC", "64 kbit/s
 // in 160-byte datagrams", "controller gcc"; its extra delay after.
-func describeFlow(f Flow, kernel bool) string {
-	tcp := "TCP-like " + strings.ToUpper(cmpOr(f.Congestion, tcplike.CUBIC))
+func describeFlow(f traffic.Flow, kernel bool) string {
+	tcp := "TCP-like " + strings.ToUpper(cmp.Or(f.Congestion, tcplike.CUBIC))
 	if f.Congestion == tcplike.Reno {
 		tcp = "TCP-like Reno"
 	}
 	if kernel {
-		tcp = "kernel TCP " + cmpOr(f.Congestion, DefaultKernelController)
+		tcp = "kernel TCP " + cmp.Or(f.Congestion, transport.DefaultKernelController)
 	}
 	var d string
 	switch f.Kind {
-	case FlowQUICBulk:
+	case traffic.KindQUICBulk:
 		d = "QUIC (quic-go, NewReno)"
-	case FlowTCPBulk:
+	case traffic.KindTCPBulk:
 		d = tcp
-	case FlowCBR:
-		d = fmt.Sprintf("%s Mbit/s in %d-byte datagrams", strconv.FormatFloat(float64(f.Rate)/1e6, 'g', 6, 64), cmp.Or(f.Size, DefaultCBRSize))
-	case FlowWeb:
+	case traffic.KindCBR:
+		d = fmt.Sprintf("%s Mbit/s in %d-byte datagrams", strconv.FormatFloat(float64(f.Rate)/1e6, 'g', 6, 64), cmp.Or(f.Size, traffic.DefaultCBRSize))
+	case traffic.KindWeb:
 		w := f.Web.WithDefaults()
 		d = fmt.Sprintf("objects lognormal, mean %d B, sd %d B, in [%d B, %d B], think %v, %s", w.Mean, w.SD, w.Min, w.Max, w.Think, tcp)
-	case FlowSession, FlowReverseMedia:
+	case traffic.KindSession, traffic.KindReverseMedia:
 		d = "controller " + controllerName(f.Agent.Controller)
 	}
 	if f.Delay > 0 {

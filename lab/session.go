@@ -2,25 +2,28 @@
 // and measures them: an agent and a viewer talking real QUIC over an
 // in-memory network, in virtual time when called inside a testing/synctest
 // bubble. It returns the ground truth of every frame beside what the agent
-// and viewer themselves saw. The same session also runs in real time over
-// loopback UDP through the real-time impairment proxy (Session.RealTime,
-// RunRealTime), for live dashboards, and across netem's kernel mode with
-// the agent and the viewer in two network namespaces (Session.Kernel), so
-// that the kernel's TCP congestion controllers carry the WebSocket tunnel.
+// and viewer themselves saw. The session's transport (Session.Transport,
+// package transport) can carry it otherwise: in real time over loopback
+// UDP through the real-time impairment proxy (transport.RealTime,
+// RunRealTime), for live dashboards; across netem's kernel mode with the
+// agent and the viewer in two network namespaces (transport.Kernel), so
+// that the kernel's TCP congestion controllers carry the WebSocket tunnel;
+// or across the two-site topology of NATs, relay and tunnel
+// (transport.Topology).
 //
 // Two levels: RunSession runs a Session built in Go (impairments, models,
-// switches) and returns the raw ground truth; Run runs a scenario
-// (scenarios.Scenario) and returns its result (package result): per-frame
-// records, a time series, a summary and the scenario's expectations
-// evaluated (package measure takes any measurement of the catalogue over
-// any window), in a versioned JSON form that reports can read back.
+// switches, transport) and returns the raw ground truth; Run runs a
+// scenario (scenarios.Scenario, made a session by package plan) and
+// returns its result (package result): per-frame records, a time series,
+// a summary and the scenario's expectations evaluated (package measure
+// takes any measurement of the catalogue over any window), in a versioned
+// JSON form that reports can read back.
 package lab
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"reflect"
 	"slices"
 	"sync"
@@ -35,14 +38,10 @@ import (
 	"github.com/nuvirahub/latencylab/internal/wire"
 	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/viewer"
-)
-
-// The hosts of a session's network: the viewer dials the agent.
-var (
-	ViewerAddr = netip.MustParseAddrPort("10.0.0.1:40000")
-	AgentAddr  = netip.MustParseAddrPort("10.0.0.2:4433")
 )
 
 // HostClock is a PC's clock relative to true time (N1).
@@ -91,36 +90,25 @@ type Session struct {
 	// SampleEvery, when positive, samples the links' counters from time
 	// zero every SampleEvery and at the end (Result.Samples).
 	SampleEvery time.Duration
-	// Path, when set, puts the PCs in the two-site topology and connects
-	// them by its strategy (N17-N19); Uplink and Downlink are then the
-	// viewer's access links. Nil is the plain link between the two.
-	Path *Path
+	// Transport carries the session between the two PCs (package
+	// transport): nil is the in-memory network (transport.Memory), in
+	// virtual time inside a testing/synctest bubble; transport.RealTime
+	// real UDP sockets on loopback through the real-time proxy;
+	// transport.Kernel netem's kernel mode, the PCs in two network
+	// namespaces; transport.Topology the two-site topology (N17-N19),
+	// where Uplink and Downlink are the viewer's access links. The real
+	// ones must not run inside a testing/synctest bubble.
+	Transport transport.Transport
 	// Capture records the session's packets, TLS secrets and qlogs for
 	// Wireshark and qvis; zero records nothing.
 	Capture Capture
-	// RealTime runs the session over real UDP sockets on 127.0.0.1, the
-	// viewer's and the agent's, through the real-time impairment proxy
-	// (netem.Proxy, Uplink as its forward link and Downlink as its
-	// reverse one), rather than over the in-memory network: for a live
-	// dashboard, at the pace of the wall clock. Real sockets live outside
-	// any testing/synctest bubble, so a real-time session must not run
-	// inside one. It cannot have a Path: the two-site topology exists only
-	// in the in-memory network.
-	RealTime bool
-	// Kernel, when set, runs the session in real time across netem's
-	// kernel mode: the agent in one network namespace and the viewer in
-	// another, their kernels' UDP or TCP traffic crossing Uplink and
-	// Downlink (see KernelMode). Like RealTime it must not run inside a
-	// testing/synctest bubble, and it cannot have a Path; it excludes
-	// RealTime.
-	Kernel *KernelMode
 	// Traffic is other traffic sharing the session's links: flows that
 	// run from their start to their stop, counted from time zero (see
-	// Flow). The in-memory transport and the real-time one (through the
-	// proxy's links, netem.Proxy.Route) carry every kind; the kernel mode
-	// carries tcp-bulk flows over the kernel's TCP and refuses the others;
-	// a session with a Path refuses traffic (ErrUnsupported).
-	Traffic []Flow
+	// traffic.Flow). The in-memory transport and the real-time one
+	// (through the proxy's links, netem.Proxy.Route) carry every kind;
+	// the kernel mode carries tcp-bulk flows over the kernel's TCP and
+	// refuses the others; the topology refuses traffic (ErrUnsupported).
+	Traffic []traffic.Flow
 	// Metrics, when set, is fed as the session runs: frames and events as
 	// the ground truth records them, the controller's target as it
 	// changes, its decisions and the links' counters at every sample
@@ -182,15 +170,16 @@ type Result struct {
 	// Targets lists the controller's bitrate each time it changed, the
 	// first when the agent started.
 	Targets []Target
-	// Path is how the PCs connected when the session had a Path; nil for
-	// the plain link.
-	Path *PathResult
+	// Path is how the PCs connected when the session's transport chose
+	// between paths (transport.Topology); nil for the plain link.
+	Path *transport.PathResult
 	// Kernel is what a kernel-mode session measured beyond the rest (the
-	// congestion controller, the competing flow); nil in other modes.
-	Kernel *KernelResult
+	// congestion controller, the competing flow); nil for the other
+	// transports.
+	Kernel *transport.KernelResult
 	// Traffic is what each flow of Session.Traffic measured, in its
 	// order.
-	Traffic []FlowResult
+	Traffic []traffic.Result
 }
 
 // Displayed returns the frames the viewer displayed.
@@ -263,28 +252,35 @@ func RunSessionContext(ctx context.Context, s Session) (_ *Result, err error) {
 }
 
 // checkSession refuses a session that cannot run, before anything is
-// made, and chooses its transport.
-func checkSession(s Session) (transport, error) {
+// made, and returns its transport.
+func checkSession(s Session) (transport.Transport, error) {
 	if s.Duration <= 0 {
 		return nil, errors.New("lab: session duration must be positive")
 	}
 	if s.Lead < 0 || s.SampleEvery < 0 {
 		return nil, fmt.Errorf("lab: negative lead %v or sampling period %v", s.Lead, s.SampleEvery)
 	}
-	if err := checkTraffic(s); err != nil {
+	if err := traffic.Check(s.Traffic, s.Duration); err != nil {
 		return nil, err
 	}
 	if err := checkOwnImpairments(s); err != nil {
 		return nil, err
 	}
-	return transportFor(s)
+	tr := s.Transport
+	if tr == nil {
+		tr = transport.Memory{}
+	}
+	if err := tr.Check(s.Traffic); err != nil {
+		return nil, err
+	}
+	return tr, nil
 }
 
 // sessionNet is a session's network once the transport has connected
 // the two PCs: the connection, the capture recording it, and the instants
 // the session counts from.
 type sessionNet struct {
-	conn *opened
+	conn *transport.Conn
 	capt *recording
 	// zero is the session's time zero (Result.Start): fixed before the
 	// handshake with a Lead, its end without one (waitForZero).
@@ -296,7 +292,7 @@ type sessionNet struct {
 
 // openNetwork starts the capture and has the transport make the network
 // and connect the PCs, timing the handshake.
-func openNetwork(ctx context.Context, s Session, tr transport) (*sessionNet, error) {
+func openNetwork(ctx context.Context, s Session, tr transport.Transport) (*sessionNet, error) {
 	// With a Lead the links count from time zero, which lies in the
 	// future; without one they count from the network's creation.
 	n := &sessionNet{}
@@ -305,12 +301,19 @@ func openNetwork(ctx context.Context, s Session, tr transport) (*sessionNet, err
 		n.zero = time.Now().Add(s.Lead)
 		epoch = n.zero
 	}
-	capt, err := startCapture(s.Capture, s.Traffic, s.RealTime)
+	capt, err := startCapture(s.Capture, s.Traffic, tr)
 	if err != nil {
 		return nil, err
 	}
+	upTap, downTap := capt.taps()
+	nw := transport.Network{
+		Seed:     s.Seed,
+		Uplink:   netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, Tap: upTap},
+		Downlink: netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, Tap: downTap},
+		Recorder: capt.recorder(),
+	}
 	dialed := time.Now()
-	conn, err := tr.open(ctx, s, epoch, capt)
+	conn, err := tr.Open(ctx, nw)
 	if err != nil {
 		return nil, errors.Join(err, capt.finish(nil))
 	}
@@ -333,8 +336,8 @@ func (n *sessionNet) waitForZero(ctx context.Context) error {
 // close closes the network, then ends the capture with the links' final
 // counters.
 func (n *sessionNet) close() error {
-	n.conn.close()
-	return n.capt.finish(n.conn.stats)
+	n.conn.Close()
+	return n.capt.finish(n.conn.Stats)
 }
 
 // sessionEnds are a session's agent and viewer, recording into one
@@ -429,7 +432,7 @@ type ran struct {
 	// stopped is when the session was stopped (Result.End).
 	stopped time.Time
 	samples []Sample
-	traffic []FlowResult
+	traffic []traffic.Result
 	// interrupted says why the session ended early; nil when it ran to
 	// its end.
 	interrupted error
@@ -441,25 +444,26 @@ func runEnds(ctx context.Context, s Session, n *sessionNet, e *sessionEnds) (*ra
 	sm := newSampler(s, n, e)
 	sm.take(time.Now())
 	end := n.zero.Add(s.Duration)
-	var traffic *trafficRun
+	var flows *traffic.Run
 	if len(s.Traffic) > 0 {
-		if n.conn.traffic == nil {
+		if n.conn.Traffic == nil {
 			return nil, fmt.Errorf("%w: traffic on this transport", ErrUnsupported)
 		}
-		traffic = startTraffic(ctx, s, n.conn.traffic, n.zero, end, n.capt.keyLog())
-		sm.flows.run = traffic
+		sch := traffic.Schedule{Seed: s.Seed, Zero: n.zero, End: end, Period: s.SampleEvery, KeyLog: n.capt.keyLog()}
+		flows = traffic.Start(ctx, n.conn.Traffic, s.Traffic, sch)
+		sm.flows.run = flows
 	}
 	var wg sync.WaitGroup
 	var agentErr, viewerErr error
 	session, stop := context.WithCancel(context.Background())
 	defer stop()
-	wg.Go(func() { agentErr = e.ag.Run(session, n.conn.agent) })
-	wg.Go(func() { viewerErr = e.vw.Run(session, n.conn.viewer) })
+	wg.Go(func() { agentErr = e.ag.Run(session, n.conn.Agent) })
+	wg.Go(func() { viewerErr = e.vw.Run(session, n.conn.Viewer) })
 	out := &ran{interrupted: sm.until(ctx, end)}
 	out.stopped = time.Now()
 	stop()
 	wg.Wait()
-	out.traffic = traffic.finish()
+	out.traffic = flows.Finish()
 	if err := errors.Join(agentErr, viewerErr); err != nil {
 		return nil, fmt.Errorf("lab: %w", errors.Join(err, out.interrupted))
 	}
@@ -470,7 +474,7 @@ func runEnds(ctx context.Context, s Session, n *sessionNet, e *sessionEnds) (*ra
 // collectResult builds the session's result from what the ends recorded and
 // the run measured, and adds what only the transport measures.
 func collectResult(n *sessionNet, e *sessionEnds, out *ran) (*Result, error) {
-	upStats, downStats := n.conn.stats()
+	upStats, downStats := n.conn.Stats()
 	res := &Result{
 		Frames:    e.rec.Frames(),
 		Events:    e.rec.Events(),
@@ -486,7 +490,7 @@ func collectResult(n *sessionNet, e *sessionEnds, out *ran) (*Result, error) {
 		Late:      n.late,
 		Samples:   out.samples,
 		Targets:   e.targets.changes(),
-		Path:      n.conn.path,
+		Path:      n.conn.Path,
 		Traffic:   out.traffic,
 		// The content is a function of time only: asking after the end
 		// changes nothing the agent saw.
@@ -494,8 +498,9 @@ func collectResult(n *sessionNet, e *sessionEnds, out *ran) (*Result, error) {
 	}
 	// Before the network closes: what the transport alone measures (the
 	// kernel senders' TCP_INFO) goes with its sockets.
-	if n.conn.finish != nil {
-		if err := n.conn.finish(res); err != nil {
+	if n.conn.Measure != nil {
+		var err error
+		if res.Kernel, err = n.conn.Measure(transport.Span{Start: res.Start, End: res.End, Frames: res.Frames}); err != nil {
 			return nil, err
 		}
 	}
@@ -530,7 +535,7 @@ func newSampler(s Session, n *sessionNet, e *sessionEnds) *sampler {
 		period = result.DefaultSampleEvery
 	}
 	return &sampler{
-		period: period, keep: s.SampleEvery > 0, start: n.zero, stats: n.conn.stats,
+		period: period, keep: s.SampleEvery > 0, start: n.zero, stats: n.conn.Stats,
 		links:     newLinkFeed(s.Metrics),
 		flows:     newFlowFeed(s.Metrics, s.Traffic, e.arrived, s.capacity),
 		decisions: e.decisions,

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 	"github.com/nuvirahub/latencylab/internal/seeded"
 	"github.com/nuvirahub/latencylab/lab/measure"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -200,7 +201,7 @@ func TestTrafficRefused(t *testing.T) {
 	p, err := convert(sc)
 	require.NoError(t, err)
 	path := p.session
-	path.Path = &Path{Connect: "relay"}
+	path.Transport = transport.Topology{Connect: "relay"}
 	_, err = RunSession(path)
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorContains(t, err, "traffic in a session with a path")
@@ -215,7 +216,7 @@ func TestTrafficRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorContains(t, err, "congestion bbr needs the kernel's TCP")
 	rt := p.session
-	rt.RealTime = true
+	rt.Transport = transport.RealTime{}
 	_, err = RunSession(rt)
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorContains(t, err, "congestion bbr needs the kernel's TCP")
@@ -237,31 +238,19 @@ func TestConvertTraffic(t *testing.T) {
 	require.NoError(t, err)
 	fl := p.session.Traffic
 	require.Len(t, fl, 5)
-	require.Equal(t, Flow{Name: "d", Kind: FlowTCPBulk, Start: time.Second, Stop: 9 * time.Second, Up: true, Delay: 5 * ms, Congestion: "reno"}, fl[0])
-	require.Equal(t, Flow{Name: "v", Kind: FlowCBR, Rate: 64_000, Size: 160}, fl[1])
+	require.Equal(t, traffic.Flow{Name: "d", Kind: traffic.KindTCPBulk, Start: time.Second, Stop: 9 * time.Second, Up: true, Delay: 5 * ms, Congestion: "reno"}, fl[0])
+	require.Equal(t, traffic.Flow{Name: "v", Kind: traffic.KindCBR, Rate: 64_000, Size: 160}, fl[1])
 	require.Equal(t, flows.WebConfig{Mean: 5000, SD: 100, Min: 10, Max: 9000, Think: 2 * time.Second}, fl[2].Web)
 	require.Equal(t, "controller gcc", describeFlow(fl[3], false))
 	require.NotSame(t, p.session.Agent.Controller, fl[4].Agent.Controller, "its own controller")
 	require.Equal(t, "controller abr", describeFlow(fl[4], false), "the scenario's kind when it gives none")
 	require.IsType(t, screen.Typing{}, fl[3].Screen.Timeline[0].Source, "its own screen")
 	require.Nil(t, fl[4].Screen, "the scenario's: the documented animation")
-	require.True(t, fl[4].dataUp())
-	require.False(t, fl[3].dataUp())
+	require.True(t, fl[4].DataUp())
+	require.False(t, fl[3].DataUp())
 
 	// The loader's defaults for a web flow's sizes are flows'.
 	require.Equal(t, flows.WebConfig{}.WithDefaults().Min, int64(100))
 	_, err = scenarios.Parse("f.yaml", []byte("name: t\ndescription: d\nduration: 20s\ntraffic: [{name: w, kind: web, object: {max: 99B}}]\n"), nil)
 	require.ErrorContains(t, err, "100B is greater than max 99B", "the loader checks a max against flows' default min")
-}
-
-// The flows' random sources are the scenario's seed's: another seed draws
-// other web objects.
-func TestTrafficSeed(t *testing.T) {
-	draw := func(seed uint64) int64 {
-		return flows.WebConfig{}.Size(seeded.New(seed, "traffic", strconv.Itoa(0), "w", "web"))
-	}
-	require.Equal(t, draw(1), draw(1))
-	require.NotEqual(t, draw(1), draw(2))
-	require.NotEqual(t, flowSeed(1, 0, "s"), flowSeed(1, 1, "s"), "its place")
-	require.NotEqual(t, flowSeed(1, 0, "s"), flowSeed(2, 0, "s"), "the seed")
 }

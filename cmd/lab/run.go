@@ -19,6 +19,8 @@ import (
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/metrics"
 	"github.com/nuvirahub/latencylab/lab/result"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 )
 
 const runUsage = `usage: lab run -scenario NAME|FILE [flags]
@@ -98,7 +100,7 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 		return err
 	}
 	if f.engine == engineKernel {
-		if err := lab.KernelAvailable(); err != nil {
+		if err := transport.KernelAvailable(); err != nil {
 			return fmt.Errorf("run: -engine kernel: %w", err)
 		}
 	}
@@ -139,7 +141,7 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 	cfg := lab.RealTimeConfig{Metrics: m}
 	where := "in real time on loopback"
 	if f.engine == engineKernel {
-		cfg.Kernel = &lab.KernelMode{}
+		cfg.Kernel = &transport.Kernel{}
 		where = "in the kernel mode (two network namespaces)"
 	}
 	var files []*os.File
@@ -168,7 +170,7 @@ func runCmd(ctx context.Context, args []string, out, status io.Writer, ready fun
 	fmt.Fprintf(out, "run: scenario %s %s: %v after a %v lead\n", sc.Name, where, sc.Duration, lab.HandshakeLead)
 	for _, fl := range sc.Traffic {
 		dir := cmp.Or(fl.Direction, "down")
-		if fl.Kind == lab.FlowReverseMedia {
+		if fl.Kind == traffic.KindReverseMedia {
 			dir = "up"
 		}
 		fmt.Fprintf(out, "run: traffic %s (%s, %s) from %v\n", fl.Name, fl.Kind, dir, fl.Start)

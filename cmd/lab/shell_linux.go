@@ -22,6 +22,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/internal/setup"
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/pcap"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -304,7 +305,7 @@ func (c *shellCapture) close(p *kernel.Pair) error {
 
 // shellFlowSummary is the closing line of one of the scenario's flows:
 // what its receiver got over the time it ran.
-func shellFlowSummary(fr lab.FlowResult, elapsed time.Duration) string {
+func shellFlowSummary(fr traffic.Result, elapsed time.Duration) string {
 	f := fr.Flow
 	stop := elapsed
 	if f.Stop > 0 {

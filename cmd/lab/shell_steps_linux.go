@@ -18,6 +18,8 @@ import (
 	"github.com/nuvirahub/latencylab/internal/setup"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -32,7 +34,7 @@ type shellSession struct {
 
 	sc          *scenarios.Scenario
 	up, down    netem.LinkConfig
-	traffic     []lab.Flow
+	traffic     []traffic.Flow
 	argv        []string
 	sigs        chan os.Signal
 	capt        *shellCapture    // nil without -capture
@@ -41,8 +43,8 @@ type shellSession struct {
 	pair        *kernel.Pair
 	cmd         *exec.Cmd
 	done        <-chan struct{} // closed when CMD has ended
-	flows       *lab.ShellTraffic
-	flowResults []lab.FlowResult // what the flows measured, once stopped
+	flows       *transport.ShellTraffic
+	flowResults []traffic.Result // what the flows measured, once stopped
 }
 
 // plan lists the set-up for the flags, in order: first what can fail
@@ -179,7 +181,7 @@ func (s *shellSession) announce(context.Context, *setup.Undo) error {
 		if fl.Up {
 			dir = "up (from CMD's namespace to the host)"
 		}
-		fmt.Fprintf(log, "lab shell: traffic %s: kernel TCP %s, %s, from %v\n", fl.Name, cmp.Or(fl.Congestion, lab.DefaultKernelController), dir, fl.Start)
+		fmt.Fprintf(log, "lab shell: traffic %s: kernel TCP %s, %s, from %v\n", fl.Name, cmp.Or(fl.Congestion, transport.DefaultKernelController), dir, fl.Start)
 	}
 	if s.metricsAddr != "" {
 		fmt.Fprintf(log, "lab shell: metrics on http://%s/metrics\n", s.metricsAddr)
@@ -235,7 +237,7 @@ func (s *shellSession) startCommand(_ context.Context, u *setup.Undo) error {
 // on the links' clock. They stop before the pair that carries them,
 // keeping what they measured for the summary.
 func (s *shellSession) startTraffic(ctx context.Context, u *setup.Undo) error {
-	s.flows = lab.StartShellTraffic(ctx, s.pair, s.traffic, s.sc.Seed, s.pair.Epoch())
+	s.flows = transport.StartShellTraffic(ctx, s.pair, s.traffic, s.sc.Seed, s.pair.Epoch())
 	u.Add("stop the traffic", func() error {
 		s.flowResults = s.flows.Finish()
 		return nil

@@ -13,12 +13,13 @@ import (
 	"github.com/nuvirahub/latencylab/agent/abr"
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/transport"
 )
 
 // mediaCase is one media session to run.
 type mediaCase struct {
 	col  Column
-	mode lab.KernelMode
+	mode transport.Kernel
 }
 
 // mediaCases lists the plan's sessions in run order: on each column QUIC
@@ -29,14 +30,14 @@ func mediaCases(g Grid) []mediaCase {
 	var cs []mediaCase
 	for _, name := range m.Columns {
 		col := g.Columns[slices.IndexFunc(g.Columns, func(c Column) bool { return c.Name == name })]
-		cs = append(cs, mediaCase{col: col, mode: lab.KernelMode{Transport: lab.KernelQUIC}})
+		cs = append(cs, mediaCase{col: col, mode: transport.Kernel{Transport: transport.KernelQUIC}})
 		for _, cc := range m.Controllers {
-			cs = append(cs, mediaCase{col: col, mode: lab.KernelMode{Transport: lab.KernelWebSocket, Controller: cc}})
+			cs = append(cs, mediaCase{col: col, mode: transport.Kernel{Transport: transport.KernelWebSocket, Controller: cc}})
 		}
 	}
 	if i := slices.IndexFunc(g.Columns, Column.IsN11); i >= 0 {
 		for _, cc := range m.Competing {
-			cs = append(cs, mediaCase{col: g.Columns[i], mode: lab.KernelMode{Transport: lab.KernelQUIC, Competing: cc}})
+			cs = append(cs, mediaCase{col: g.Columns[i], mode: transport.Kernel{Transport: transport.KernelQUIC, Competing: cc}})
 		}
 	}
 	return cs
@@ -84,7 +85,7 @@ func runMediaCell(ctx context.Context, g Grid, mc mediaCase, root string) (Media
 	s := lab.Session{
 		Seed: g.Seed, Duration: g.Media.Duration(),
 		Uplink: up, Downlink: down, // the agent is in A: its video crosses A to B
-		Kernel: &mode,
+		Transport: mode,
 		// Time zero after the handshake's allowance, as scenarios run.
 		Lead:  lab.HandshakeLead,
 		Agent: agent.Config{Controller: a},

@@ -1,4 +1,4 @@
-package lab
+package traffic
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 )
 
 // runSessionFlow runs a session or reverse-media flow: the lab's own
-// agent and viewer, as RunSessionContext wires them, over QUIC between
+// agent and viewer, as lab.RunSessionContext wires them, over QUIC between
 // agentConn and viewerConn, from the handshake until ctx ends. Its
 // instants count from zero, the session's, so a flow's screen timeline
 // and controller steps are the scenario's instants; its clocks are true.

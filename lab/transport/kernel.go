@@ -1,13 +1,16 @@
-package lab
+package transport
 
 import (
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nuvirahub/latencylab/lab/laberr"
+	"github.com/nuvirahub/latencylab/lab/traffic"
 )
 
-// Transports a kernel-mode session can use (KernelMode.Transport).
+// What QUIC crosses the kernel mode's links in (Kernel.Transport).
 const (
 	// KernelQUIC: QUIC (quic-go, NewReno) straight over UDP between the
 	// agent's socket in namespace A and the viewer's in B.
@@ -19,22 +22,22 @@ const (
 )
 
 // DefaultKernelController is the TCP congestion controller of the
-// WebSocket tunnel when KernelMode.Controller is empty: Linux's default,
+// WebSocket tunnel when Kernel.Controller is empty: Linux's default,
 // so that a tunnel with no choice behaves as the product's would.
 const DefaultKernelController = "cubic"
 
-// KernelMode runs a session across netem's kernel mode (netem/kernel): two
+// Kernel runs a session across netem's kernel mode (netem/kernel): two
 // network namespaces, A holding the agent and B the viewer, whose IP
-// packets cross the session's links (Downlink from A to B, Uplink from B to
-// A) in real time. The agent's and the viewer's sockets are created inside
+// packets cross the session's links (the downlink from A to B, the uplink
+// from B to A) in real time. The agent's and the viewer's sockets are created inside
 // their namespaces, so everything between them is the kernel's own
 // traffic: UDP for QUIC, or TCP with a chosen congestion controller for the
 // WebSocket tunnel. It needs Linux, root and /dev/net/tun (see
 // kernel.Available); elsewhere the session fails with an error wrapping
-// ErrUnsupported or kernel.ErrUnavailable.
+// laberr.ErrUnsupported or kernel.ErrUnavailable.
 //
 // The WebSocket topology follows the two-site one of the in-memory network
-// (Path "websocket"): the relay runs next to the agent, in A. The agent
+// (Topology with Connect "websocket"): the relay runs next to the agent, in A. The agent
 // binds to the relay's UDP port over A's loopback (no impairment: the
 // relay is on the agent's site), and the viewer, whose UDP is taken to be
 // blocked, dials the relay's WebSocket endpoint on A's TUN address from B.
@@ -44,8 +47,13 @@ const DefaultKernelController = "cubic"
 // wire sit the relay's queue for the WebSocket peer (relay.Config's 1 MiB)
 // and the socket's send buffer, as in the product.
 //
+// Like RealTime it must not run inside a testing/synctest bubble. Of the
+// session's other traffic it carries tcp-bulk flows, over the kernel's
+// TCP between the namespaces, each with its congestion controller, and
+// refuses the other kinds.
+//
 // Its zero value is QUIC without a competing flow.
-type KernelMode struct {
+type Kernel struct {
 	// Transport is KernelQUIC ("" too) or KernelWebSocket.
 	Transport string
 	// Controller is the TCP congestion controller (TCP_CONGESTION: bbr,
@@ -64,24 +72,51 @@ type KernelMode struct {
 }
 
 // withDefaults checks the mode and fills in its defaults.
-func (m KernelMode) withDefaults() (KernelMode, error) {
+func (m Kernel) withDefaults() (Kernel, error) {
 	switch m.Transport {
 	case "", KernelQUIC:
 		m.Transport = KernelQUIC
 		if m.Controller != "" {
-			return m, fmt.Errorf("%w: kernel mode: congestion controller %q with QUIC (quic-go's is NewReno and cannot be chosen; use the websocket transport)", ErrUnsupported, m.Controller)
+			return m, fmt.Errorf("%w: kernel mode: congestion controller %q with QUIC (quic-go's is NewReno and cannot be chosen; use the websocket transport)", laberr.ErrUnsupported, m.Controller)
 		}
 	case KernelWebSocket:
 		if m.Controller == "" {
 			m.Controller = DefaultKernelController
 		}
 	default:
-		return m, fmt.Errorf("%w: kernel mode transport %q (want quic or websocket)", ErrUnsupported, m.Transport)
+		return m, fmt.Errorf("%w: kernel mode transport %q (want quic or websocket)", laberr.ErrUnsupported, m.Transport)
 	}
 	return m, nil
 }
 
-// KernelResult is what a kernel-mode session measured beyond Result.
+// Check implements Transport: the mode's transport and controller, and
+// only tcp-bulk flows, without an extra delay.
+func (m Kernel) Check(fl []traffic.Flow) error {
+	if _, err := m.withDefaults(); err != nil {
+		return err
+	}
+	return CheckKernelFlows(fl)
+}
+
+// CheckKernelFlows refuses flows the kernel mode cannot run: kinds other
+// than tcp-bulk (it runs those over the kernel's TCP; the other kinds run
+// in virtual time and in real time through the proxy), and an extra
+// delay (its flows share the namespaces' one pair of links). lab shell
+// runs a scenario's flows by the same rule.
+func CheckKernelFlows(fl []traffic.Flow) error {
+	for i, f := range fl {
+		switch {
+		case f.Kind != traffic.KindTCPBulk:
+			return fmt.Errorf("%w: %s: a %s flow in the kernel mode (it runs tcp-bulk flows, over the kernel's TCP; the other kinds run in virtual time and in real time through the proxy)", laberr.ErrUnsupported, f.Where(i), f.Kind)
+		case f.Delay > 0:
+			return fmt.Errorf("%w: %s: an extra delay in the kernel mode (its flows share the namespaces' one pair of links)", laberr.ErrUnsupported, f.Where(i))
+		}
+	}
+	return nil
+}
+
+// KernelResult is what a kernel-mode session measured beyond the rest
+// (lab.Result.Kernel).
 type KernelResult struct {
 	// Transport is the mode's transport (KernelQUIC or KernelWebSocket).
 	Transport string
@@ -99,8 +134,8 @@ type KernelResult struct {
 	Rate int64
 	// Warmup is the start of the session left out of the goodputs, as
 	// kernel.Bulk leaves it out (slow start is not the steady state the
-	// flows share the link in); Window is the measured rest, from
-	// Result.Start+Warmup to Result.End.
+	// flows share the link in); Window is the measured rest, from the
+	// session's start plus Warmup to its end.
 	Warmup, Window time.Duration
 	// MediaGoodput is the encoded bytes of the frames that reached the
 	// viewer during the window, in bit/s: the video's payload, without
@@ -136,11 +171,11 @@ type TCPStats struct {
 	RTT, MinRTT time.Duration
 }
 
-// kernelRun is a kernel-mode session under way: what RunSessionContext
-// needs at the end to fill Result.Kernel. The platform's kernelTransport fills
+// kernelRun is a kernel-mode session under way: what its Conn.Measure
+// needs at the end to make its KernelResult. The platform's Open fills
 // it; the measurement itself is common.
 type kernelRun struct {
-	mode       KernelMode
+	mode       Kernel
 	pair       string
 	controller string
 	rate       int64
@@ -161,7 +196,7 @@ type competingRun struct {
 // result measures the media and the competing flow over the same window
 // of res. It runs before the network closes, so the senders' TCP_INFO is
 // still there to read.
-func (k *kernelRun) result(res *Result) (*KernelResult, error) {
+func (k *kernelRun) result(res Span) (*KernelResult, error) {
 	if k == nil {
 		return nil, nil
 	}

@@ -1,8 +1,9 @@
 //go:build linux
 
-package lab
+package transport
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,12 +18,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/lab/laberr"
+	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/netem/relay"
-	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // KernelAvailable says why the kernel mode cannot run here (it needs
@@ -30,25 +32,20 @@ import (
 // it can: for a command to refuse in one line before it sets anything up.
 func KernelAvailable() error { return kernel.Available() }
 
-// kernelTransport is the kernel mode (Session.Kernel): the agent and the
-// viewer in two network namespaces, their kernels' traffic crossing the
-// session's links through TUN devices.
-type kernelTransport struct{}
-
-// open is the kernel-mode set-up: a kernel.Pair
-// with the session's links, the agent's sockets in A and the viewer's in
-// B, QUIC between them directly or through the WebSocket tunnel, and the
+// Open implements Transport, the kernel-mode set-up: a kernel.Pair with
+// the session's links, the agent's sockets in A and the viewer's in B,
+// QUIC between them directly or through the WebSocket tunnel, and the
 // competing bulk flow when asked for. Everything it made is closed by the
-// returned opened's close, or on error before it returns.
-func (kernelTransport) open(ctx context.Context, s Session, epoch time.Time, capt *recording) (_ *opened, err error) {
-	mode, err := s.Kernel.withDefaults()
+// returned Conn's Close, or on error before it returns.
+func (m Kernel) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
+	mode, err := m.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if capt != nil && capt.pcap != nil {
+	if nw.Uplink.Tap != nil || nw.Downlink.Tap != nil {
 		// netem/pcap wraps bare UDP payloads in synthetic headers; the
 		// kernel links carry whole IP packets, which it would wrap again.
-		return nil, fmt.Errorf("%w: a pcap capture in kernel mode (capture the TUN devices with tcpdump inside the namespaces instead)", ErrUnsupported)
+		return nil, fmt.Errorf("%w: a pcap capture in kernel mode (capture the TUN devices with tcpdump inside the namespaces instead)", laberr.ErrUnsupported)
 	}
 	for _, c := range []string{mode.Controller, mode.Competing} {
 		if c == "" {
@@ -59,44 +56,38 @@ func (kernelTransport) open(ctx context.Context, s Session, epoch time.Time, cap
 		}
 	}
 
-	var closers []func() error
-	closeAll := func() {
-		// Last made, first closed: QUIC before the tunnel that carries
-		// it, the tunnel and the flows before the links under them.
-		for i := len(closers) - 1; i >= 0; i-- {
-			_ = closers[i]()
-		}
-	}
+	// Last made, first closed: QUIC before the tunnel that carries it,
+	// the tunnel and the flows before the links under them.
+	var made closers
 	defer func() {
 		if err != nil {
-			closeAll()
+			made.close()
 		}
 	}()
-	// The links get the seed and the names the in-memory and real-time transports give
-	// them, so that their random decisions are those of the other modes.
-	pair, err := kernel.New(kernel.Config{
-		AtoB: netem.LinkConfig{Name: "downlink", Seed: s.Seed, Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline},
-		BtoA: netem.LinkConfig{Name: "uplink", Seed: s.Seed, Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline},
-		MTU:  mode.MTU,
-	})
+	// The links get the seed and the names the in-memory and real-time
+	// transports give them, so that their random decisions are those of
+	// the other modes.
+	atob, btoa := nw.Downlink, nw.Uplink
+	atob.Seed, btoa.Seed = nw.Seed, nw.Seed
+	pair, err := kernel.New(kernel.Config{AtoB: atob, BtoA: btoa, MTU: mode.MTU})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	closers = append(closers, pair.Close)
+	made.add(pair.Close)
 	run := &kernelRun{mode: mode, pair: pair.String(), rate: pair.Rate(), maxWarmup: kernel.MaxWarmup}
 
 	var qp *quicpair.Pair
 	switch mode.Transport {
 	case KernelQUIC:
-		qp, err = kernelQUIC(ctx, pair, capt, &closers)
+		qp, err = kernelQUIC(ctx, pair, nw.Recorder, &made)
 		run.controller = "newreno (quic-go)"
 	case KernelWebSocket:
-		qp, err = kernelWebSocket(ctx, s.Seed, pair, mode.Controller, capt, &closers, run)
+		qp, err = kernelWebSocket(ctx, nw.Seed, pair, mode.Controller, nw.Recorder, &made, run)
 	}
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, qp.Close)
+	made.add(qp.Close)
 
 	if mode.Competing != "" {
 		// After the handshake, so that the flow does not slow the session's
@@ -106,39 +97,37 @@ func (kernelTransport) open(ctx context.Context, s Session, epoch time.Time, cap
 			return nil, err
 		}
 		// The flow closes before QUIC does: it is the last one made.
-		closers = append(closers, b.close)
+		made.add(b.close)
 		run.competing = &b.run
 	}
-	return &opened{
-		agent: qp.Server, viewer: qp.Client,
+	return &Conn{
+		Agent: qp.Server, Viewer: qp.Client,
 		// A is the agent: its outgoing link is the viewer's down link.
-		stats: func() (up, down netem.Stats) {
+		Stats: func() (up, down netem.Stats) {
 			ab, ba := pair.Stats()
 			return ba, ab
 		},
-		finish: func(res *Result) (err error) {
-			res.Kernel, err = run.result(res)
-			return err
-		},
-		traffic: kernelTraffic{pair: pair},
-		close:   closeAll,
+		Measure: run.result,
+		Traffic: kernelFlows{pair: pair},
+		Close:   made.close,
 	}, nil
 }
 
-// kernelTraffic runs a kernel-mode session's tcp-bulk flows as the
-// kernel's own TCP connections between the namespaces (checkTraffic
-// refuses the other kinds), each with its congestion controller, like
-// the competing flow of KernelMode but from its start to its stop. The
-// far end (the agent's, the internet for a download) is A, or B with
-// farB (lab shell, whose B is the host).
-type kernelTraffic struct {
+// kernelFlows runs a kernel-mode session's tcp-bulk flows as the
+// kernel's own TCP connections between the namespaces (Check refuses the
+// other kinds), each with its congestion controller, like the competing
+// flow of Kernel but from its start to its stop. The far end (the
+// agent's, the internet for a download) is A, or B with farB (lab shell,
+// whose B is the host: ShellTraffic).
+type kernelFlows struct {
 	pair *kernel.Pair
 	farB bool
 }
 
-func (k kernelTraffic) run(ctx context.Context, f Flow, _ int, env flowEnv) (flows.Stats, []groundtruth.Frame, error) {
+// Run implements traffic.Network.
+func (k kernelFlows) Run(ctx context.Context, f traffic.Flow, _ int, env traffic.Env) (flows.Stats, []groundtruth.Frame, error) {
 	var st flows.Stats
-	controller := cmpOr(f.Congestion, DefaultKernelController)
+	controller := cmp.Or(f.Congestion, DefaultKernelController)
 	if err := kernel.ControllerAvailable(controller); err != nil {
 		return st, nil, fmt.Errorf("lab: flow %s: %w", f.Name, err)
 	}
@@ -177,7 +166,7 @@ func (k kernelTraffic) run(ctx context.Context, f Flow, _ int, env flowEnv) (flo
 		for {
 			n, err := c.Read(buf)
 			if n > 0 {
-				env.meter.Add(time.Now(), n)
+				env.Meter.Add(time.Now(), n)
 				mu.Lock()
 				st.Delivered += int64(n)
 				mu.Unlock()
@@ -249,7 +238,7 @@ func (k kernelTraffic) run(ctx context.Context, f Flow, _ int, env flowEnv) (flo
 
 // kernelQUIC makes the agent's UDP socket in A and the viewer's in B and
 // opens QUIC between them, across the pair's links.
-func kernelQUIC(ctx context.Context, pair *kernel.Pair, capt *recording, closers *[]func() error) (*quicpair.Pair, error) {
+func kernelQUIC(ctx context.Context, pair *kernel.Pair, rec Recorder, made *closers) (*quicpair.Pair, error) {
 	var agentConn, viewerConn *net.UDPConn
 	if err := pair.InA(func() (err error) {
 		agentConn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: pair.AddrA().AsSlice()})
@@ -257,25 +246,25 @@ func kernelQUIC(ctx context.Context, pair *kernel.Pair, capt *recording, closers
 	}); err != nil {
 		return nil, fmt.Errorf("lab: agent socket: %w", err)
 	}
-	*closers = append(*closers, agentConn.Close)
+	made.add(agentConn.Close)
 	if err := pair.InB(func() (err error) {
 		viewerConn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: pair.AddrB().AsSlice()})
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("lab: viewer socket: %w", err)
 	}
-	*closers = append(*closers, viewerConn.Close)
-	qp, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, capt.quicConfig(), capt.keyLog())
+	made.add(viewerConn.Close)
+	qp, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, quicConfig(rec), keyLog(rec))
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	return qp, nil
 }
 
-// kernelWebSocket builds the tunnel topology KernelMode describes and opens
+// kernelWebSocket builds the tunnel topology Kernel describes and opens
 // QUIC through it. It records the tunnel's controller and how to read its
 // sender's statistics in run.
-func kernelWebSocket(ctx context.Context, seed uint64, pair *kernel.Pair, controller string, capt *recording, closers *[]func() error, run *kernelRun) (*quicpair.Pair, error) {
+func kernelWebSocket(ctx context.Context, seed uint64, pair *kernel.Pair, controller string, rec Recorder, made *closers, run *kernelRun) (*quicpair.Pair, error) {
 	srv := relay.New(relay.Config{})
 	id := kernelSessionID(seed)
 	srv.Register(id)
@@ -307,7 +296,7 @@ func kernelWebSocket(ctx context.Context, seed uint64, pair *kernel.Pair, contro
 	var serving sync.WaitGroup
 	serving.Go(func() { _ = srv.ServeUDP(relayPort) })
 	serving.Go(func() { _ = hs.Serve(ln) })
-	*closers = append(*closers, agentConn.Close, func() error {
+	made.add(agentConn.Close, func() error {
 		// The relay closes its port and its WebSocket peers (hijacked
 		// connections, which the HTTP server no longer tracks), then the
 		// HTTP server its listener.
@@ -320,7 +309,7 @@ func kernelWebSocket(ctx context.Context, seed uint64, pair *kernel.Pair, contro
 	if err != nil {
 		return nil, fmt.Errorf("lab: agent: %w", err)
 	}
-	*closers = append(*closers, agentRC.Close)
+	made.add(agentRC.Close)
 
 	d := net.Dialer{Control: congestionControl(controller)}
 	addr := tcpLn.Addr().String()
@@ -343,7 +332,7 @@ func kernelWebSocket(ctx context.Context, seed uint64, pair *kernel.Pair, contro
 	if err != nil {
 		return nil, fmt.Errorf("lab: viewer: %w", err)
 	}
-	*closers = append(*closers, viewerRC.Close)
+	made.add(viewerRC.Close)
 
 	// The relay answered the viewer's bind on the accepted connection, so
 	// it was accepted by now.
@@ -357,7 +346,7 @@ func kernelWebSocket(ctx context.Context, seed uint64, pair *kernel.Pair, contro
 	run.controller = controller
 	run.tunnel = func() (TCPStats, error) { return tcpStats(sender) }
 
-	qp, err := quicpair.OpenKeyLog(ctx, agentRC, viewerRC, viewerRC.PeerAddr(), capt.quicConfig(), capt.keyLog())
+	qp, err := quicpair.OpenKeyLog(ctx, agentRC, viewerRC, viewerRC.PeerAddr(), quicConfig(rec), keyLog(rec))
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
@@ -572,60 +561,4 @@ func rawConn(c net.Conn) (syscall.RawConn, error) {
 		return nil, fmt.Errorf("lab: %T has no socket", c)
 	}
 	return sc.SyscallConn()
-}
-
-// ShellLinks is Links for lab shell, which runs a scenario's traffic
-// itself beside the user's program (StartShellTraffic): the scenario's two
-// links and its flows, which must be ones the kernel mode runs (tcp-bulk,
-// without an extra delay; the others are refused with ErrUnsupported).
-func ShellLinks(sc *scenarios.Scenario) (up, down netem.LinkConfig, traffic []Flow, err error) {
-	p, err := convert(sc)
-	if err != nil {
-		return up, down, nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
-	}
-	s := p.session
-	check := Session{Duration: s.Duration, Traffic: s.Traffic, Kernel: &KernelMode{}}
-	if err := checkTraffic(check); err != nil {
-		return up, down, nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
-	}
-	up = netem.LinkConfig{Name: "up", Seed: s.Seed, Impairments: s.Uplink, Timeline: s.UplinkTimeline}
-	down = netem.LinkConfig{Name: "down", Seed: s.Seed, Impairments: s.Downlink, Timeline: s.DownlinkTimeline}
-	return up, down, s.Traffic, nil
-}
-
-// ShellTraffic is a scenario's traffic running beside another program in
-// lab shell's pair: each tcp-bulk flow the kernel's own TCP between the
-// host (B, the far end: the internet, for a download) and the program's
-// namespace (A), across the same two links, from its start to its stop,
-// counted from zero, or to Finish.
-type ShellTraffic struct{ run *trafficRun }
-
-// StartShellTraffic starts traffic (from ShellLinks) on pair, its instants
-// counted from zero (the links' epoch), its random choices from seed.
-func StartShellTraffic(ctx context.Context, pair *kernel.Pair, traffic []Flow, seed uint64, zero time.Time) *ShellTraffic {
-	if len(traffic) == 0 {
-		return nil
-	}
-	s := Session{Seed: seed, Traffic: traffic}
-	return &ShellTraffic{run: startTraffic(ctx, s, kernelTraffic{pair: pair, farB: true}, zero, zero.Add(shellUntilFinish), nil)}
-}
-
-// shellUntilFinish is the stop of a shell's flow without one: it runs
-// until Finish, the program's end, which no one knows in advance.
-const shellUntilFinish = 100 * 365 * 24 * time.Hour
-
-// Finish stops the flows still running and returns what each measured;
-// a flow that never started has no figures, and one without a stop keeps
-// Stop 0: it ran until Finish.
-func (t *ShellTraffic) Finish() []FlowResult {
-	if t == nil {
-		return nil
-	}
-	res := t.run.finish()
-	for i := range res {
-		if res[i].Flow.Stop == shellUntilFinish {
-			res[i].Flow.Stop = 0
-		}
-	}
-	return res
 }

@@ -1,4 +1,4 @@
-package lab
+package transport
 
 import (
 	"context"
@@ -8,33 +8,42 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/netem/flows"
 	"github.com/nuvirahub/latencylab/netem/quicpair"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
-// realTimeTransport is a session in real time (Session.RealTime): real
-// UDP sockets on loopback through the real-time impairment proxy.
-type realTimeTransport struct{}
+// RealTime runs a session in real time, over real UDP sockets on
+// 127.0.0.1, the viewer's and the agent's, through the real-time
+// impairment proxy (netem.Proxy, the uplink as its forward link and the
+// downlink as its reverse one), rather than over the in-memory network:
+// for a live dashboard, at the pace of the wall clock. Real sockets live
+// outside any testing/synctest bubble, so a real-time session must not
+// run inside one. It carries every kind of traffic the lab's flow
+// generators run, each flow between two loopback sockets of its own
+// through the proxy's links (netem.Proxy.Route).
+type RealTime struct{}
 
-// open is the real-time set-up: the two PCs as two UDP sockets on
-// loopback, the viewer dialling the proxy, which forwards to the agent
-// through the session's links. The links get the session's seed and the
-// names the in-memory transport gives them, so their random decisions are the ones a
-// virtual run of the same session draws.
-func (realTimeTransport) open(ctx context.Context, s Session, epoch time.Time, capt *recording) (_ *opened, err error) {
-	var closers []func() error
-	closeAll := func() {
-		// Last made, first closed: the QUIC connections before the proxy
-		// that carries them, the proxy before the sockets it writes to.
-		for i := len(closers) - 1; i >= 0; i-- {
-			_ = closers[i]()
-		}
-	}
+// Check implements Transport: bbr needs the kernel's TCP.
+func (RealTime) Check(fl []traffic.Flow) error { return traffic.CheckModels(fl) }
+
+// FlowSockets implements NamedPorts.
+func (RealTime) FlowSockets() string { return "sockets of its own on loopback" }
+
+// Open implements Transport: the two PCs as two UDP sockets on loopback,
+// the viewer dialling the proxy, which forwards to the agent through the
+// session's links. The links get the session's seed and the names the
+// in-memory transport gives them, so their random decisions are the ones
+// a virtual run of the same session draws.
+func (RealTime) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
+	// Last made, first closed: the QUIC connections before the proxy
+	// that carries them, the proxy before the sockets it writes to.
+	var made closers
 	defer func() {
 		if err != nil {
-			closeAll()
+			made.close()
 		}
 	}()
 	loopback := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
@@ -42,53 +51,58 @@ func (realTimeTransport) open(ctx context.Context, s Session, epoch time.Time, c
 	if err != nil {
 		return nil, fmt.Errorf("lab: agent socket: %w", err)
 	}
-	closers = append(closers, agentConn.Close)
-	capt.namePort(agentConn.LocalAddr().(*net.UDPAddr).AddrPort().Port(), scenarios.MainFlow)
+	made.add(agentConn.Close)
+	namePort(nw.Recorder, agentConn.LocalAddr().(*net.UDPAddr).AddrPort().Port(), scenarios.MainFlow)
 	viewerConn, err := net.ListenUDP("udp", loopback)
 	if err != nil {
 		return nil, fmt.Errorf("lab: viewer socket: %w", err)
 	}
-	closers = append(closers, viewerConn.Close)
-	upTap, downTap := capt.taps()
-	proxy, err := netem.NewProxy(netem.ProxyConfig{
-		Target:  agentConn.LocalAddr().String(),
-		Forward: netem.LinkConfig{Name: "uplink", Seed: s.Seed, Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, Tap: upTap},
-		Reverse: netem.LinkConfig{Name: "downlink", Seed: s.Seed, Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, Tap: downTap},
-	})
+	made.add(viewerConn.Close)
+	forward, reverse := nw.Uplink, nw.Downlink
+	forward.Seed, reverse.Seed = nw.Seed, nw.Seed
+	proxy, err := netem.NewProxy(netem.ProxyConfig{Target: agentConn.LocalAddr().String(), Forward: forward, Reverse: reverse})
 	if err != nil {
 		return nil, fmt.Errorf("lab: proxy: %w", err)
 	}
-	closers = append(closers, proxy.Close)
-	pair, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, proxy.Addr(), capt.quicConfig(), capt.keyLog())
+	made.add(proxy.Close)
+	pair, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, proxy.Addr(), quicConfig(nw.Recorder), keyLog(nw.Recorder))
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	closers = append(closers, pair.Close)
-	return &opened{
-		agent: pair.Server, viewer: pair.Client,
-		stats:   proxy.Stats, // forward is the viewer's up link, reverse its down link
-		traffic: realTimeTraffic{proxy: proxy, capt: capt},
-		close:   closeAll,
+	made.add(pair.Close)
+	return &Conn{
+		Agent: pair.Server, Viewer: pair.Client,
+		Stats:   proxy.Stats, // forward is the viewer's up link, reverse its down link
+		Traffic: realTimeFlows{proxy: proxy, rec: nw.Recorder},
+		Close:   made.close,
 	}, nil
 }
 
-// realTimeTraffic is trafficNet through the real-time proxy: each flow's
+// namePort names a port in a recorder that may be nil.
+func namePort(r Recorder, port uint16, flow string) {
+	if r != nil {
+		r.NamePort(port, flow)
+	}
+}
+
+// realTimeFlows runs the flows through the real-time proxy: each flow's
 // two endpoints are UDP sockets on loopback of their own, the one at the
 // viewer's host a client of the proxy routed to the one at the agent's
 // (netem.Proxy.Route), so that every flow crosses the session's two links,
 // their queues and their bottleneck, as it does in the in-memory network.
-type realTimeTraffic struct {
+type realTimeFlows struct {
 	proxy *netem.Proxy
-	capt  *recording
+	rec   Recorder
 }
 
-func (r realTimeTraffic) run(ctx context.Context, f Flow, i int, env flowEnv) (flows.Stats, []groundtruth.Frame, error) {
-	return runFlow(ctx, f, i, env, r)
+// Run implements traffic.Network.
+func (r realTimeFlows) Run(ctx context.Context, f traffic.Flow, i int, env traffic.Env) (flows.Stats, []groundtruth.Frame, error) {
+	return traffic.RunBetween(ctx, f, i, env, r)
 }
 
-// ends makes the flow's two sockets and routes the viewer's to the
-// agent's through the proxy.
-func (r realTimeTraffic) ends(f Flow, _ int) (_, _ net.PacketConn, err error) {
+// Ends implements traffic.Ends: it makes the flow's two sockets and
+// routes the viewer's to the agent's through the proxy.
+func (r realTimeFlows) Ends(f traffic.Flow, _ int) (_, _ net.PacketConn, err error) {
 	loopback := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
 	a, err := net.ListenUDP("udp", loopback)
 	if err != nil {
@@ -111,12 +125,12 @@ func (r realTimeTraffic) ends(f Flow, _ int) (_, _ net.PacketConn, err error) {
 		_ = c.SetReadBuffer(4 << 20)
 		_ = c.SetWriteBuffer(4 << 20)
 	}
-	r.capt.namePort(a.LocalAddr().(*net.UDPAddr).AddrPort().Port(), f.Name)
+	namePort(r.rec, a.LocalAddr().(*net.UDPAddr).AddrPort().Port(), f.Name)
 	via, err := r.proxy.Route(v.LocalAddr().(*net.UDPAddr).AddrPort(), a.LocalAddr().(*net.UDPAddr))
 	if err != nil {
 		return nil, nil, err
 	}
-	agentRole, viewerRole := f.roles()
+	agentRole, viewerRole := f.Roles()
 	agentEnd, err := newRoutedConn(a, via, v.LocalAddr(), f.Delay, "traffic/"+f.Name+"/"+agentRole)
 	if err != nil {
 		return nil, nil, err

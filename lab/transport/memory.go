@@ -1,0 +1,107 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/lab/traffic"
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/netem/flows"
+	"github.com/nuvirahub/latencylab/netem/quicpair"
+)
+
+// Memory is the plain set-up, and a session's transport when it names
+// none: the two PCs on one in-memory network (virtual time inside a
+// synctest bubble), joined by the session's links, QUIC straight between
+// them. It carries every kind of traffic the lab's flow generators run.
+type Memory struct{}
+
+// Check implements Transport: bbr needs the kernel's TCP.
+func (Memory) Check(fl []traffic.Flow) error { return traffic.CheckModels(fl) }
+
+// Open implements Transport: it makes the network and its two links and
+// connects the PCs.
+func (Memory) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
+	n := netem.NewNetwork(nw.Seed)
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), nw.Uplink)
+	if err != nil {
+		return nil, fmt.Errorf("lab: uplink: %w", err)
+	}
+	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), nw.Downlink)
+	if err != nil {
+		return nil, fmt.Errorf("lab: downlink: %w", err)
+	}
+	agentConn, err := n.Listen(AgentAddr)
+	if err != nil {
+		return nil, err
+	}
+	viewerConn, err := n.Listen(ViewerAddr)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, quicConfig(nw.Recorder), keyLog(nw.Recorder))
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	return &Conn{Agent: pair.Server, Viewer: pair.Client, Stats: linkStats(up, down), Traffic: memoryFlows{n}, Close: func() {
+		pair.Close()
+		n.Close()
+	}}, nil
+}
+
+// memoryFlows runs the flows on the in-memory network: their endpoints
+// share the hosts, and so the links, of the session's two PCs.
+type memoryFlows struct{ n *netem.Network }
+
+// Run implements traffic.Network.
+func (m memoryFlows) Run(ctx context.Context, f traffic.Flow, i int, env traffic.Env) (flows.Stats, []groundtruth.Frame, error) {
+	return traffic.RunBetween(ctx, f, i, env, m)
+}
+
+// Ends implements traffic.Ends: it binds port traffic.PortBase+i at both
+// hosts.
+func (m memoryFlows) Ends(f traffic.Flow, i int) (net.PacketConn, net.PacketConn, error) {
+	port := uint16(traffic.PortBase + i)
+	agentRole, viewerRole := f.Roles()
+	a, err := m.endpoint(true, port, f.Delay, "traffic/"+f.Name+"/"+agentRole)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := m.endpoint(false, port, f.Delay, "traffic/"+f.Name+"/"+viewerRole)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return a, v, nil
+}
+
+// endpoint binds port at the agent's host (agentSide) or the viewer's,
+// its datagrams delayed by delay before the shared links.
+func (m memoryFlows) endpoint(agentSide bool, port uint16, delay time.Duration, name string) (net.PacketConn, error) {
+	host := ViewerAddr.Addr()
+	if agentSide {
+		host = AgentAddr.Addr()
+	}
+	c, err := m.n.Listen(netip.AddrPortFrom(host, port))
+	if err != nil {
+		return nil, err
+	}
+	if delay == 0 {
+		return c, nil
+	}
+	d, err := flows.Delayed(m.n, c, delay, name)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return d, nil
+}
