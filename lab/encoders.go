@@ -14,8 +14,8 @@ import (
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
-// A scenario names its encoders by string; the lab resolves them
-// (convertAgent) and tells the loader which exist, so that a file naming
+// A scenario names its encoders by string; the lab resolves them (its
+// plan, plan.Convert) and tells the loader which exist, so that a file naming
 // another is refused with its line.
 func init() { scenarios.SetEncoders(EncoderPresets()) }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent"
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -148,7 +149,7 @@ func newDecisionFeed(m *metrics.Metrics, c agent.Controller) *decisionFeed {
 	if m == nil {
 		return &decisionFeed{}
 	}
-	return &decisionFeed{m: m, read: controllerDecisions(c)}
+	return &decisionFeed{m: m, read: plan.Decisions(c)}
 }
 
 func (f *decisionFeed) feed() {
@@ -172,29 +173,30 @@ func RunWithMetrics(ctx context.Context, sc *scenarios.Scenario, m *metrics.Metr
 // runConfigured is Run with configure setting what the scenario does not
 // say (metrics, capture, the clock's kind) on the session before it runs.
 func runConfigured(ctx context.Context, sc *scenarios.Scenario, configure func(*Session)) (*result.Run, error) {
-	p, err := convert(sc)
+	p, err := plan.Convert(sc)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
 	}
-	p.session.Lead = HandshakeLead
-	if p.session.Transport != nil { // the scenario's path
-		p.session.Lead = PathLead
+	s := sessionOf(p)
+	s.Lead = HandshakeLead
+	if p.Path != nil {
+		s.Lead = PathLead
 	}
-	p.session.SampleEvery = result.DefaultSampleEvery
-	p.session.capacity = func(up bool, a, b time.Duration) (float64, bool) {
-		caps := p.down
+	s.SampleEvery = result.DefaultSampleEvery
+	s.capacity = func(up bool, a, b time.Duration) (float64, bool) {
+		caps := p.DownlinkCapacity
 		if up {
-			caps = p.up
+			caps = p.UplinkCapacity
 		}
-		bits, capped := capacity(caps, a, b)
+		bits, capped := caps.Between(a, b)
 		return bits, capped > 0
 	}
-	configure(&p.session)
-	res, err := RunSessionContext(ctx, p.session)
+	configure(&s)
+	res, err := RunSessionContext(ctx, s)
 	if res == nil {
 		return nil, fmt.Errorf("scenario %q: %w", sc.Name, err)
 	}
-	r := newScenarioResult(sc, p, res, err)
+	r := newScenarioResult(sc, p, s, res, err)
 	if err != nil {
 		return r, fmt.Errorf("scenario %q: %w", sc.Name, err)
 	}

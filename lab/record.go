@@ -15,6 +15,7 @@ import (
 
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/lab/transport"
@@ -40,7 +41,7 @@ func newPathRecord(pr *transport.PathResult) *result.PathRecord {
 }
 
 // newScenarioResult turns a session's raw result into a scenario's.
-func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted error) *result.Run {
+func newScenarioResult(sc *scenarios.Scenario, p *plan.Plan, s Session, res *Result, interrupted error) *result.Run {
 	start := res.Start
 	off := func(t time.Time) time.Duration {
 		if t.IsZero() {
@@ -60,11 +61,11 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 		Ran:             min(sc.Duration, max(0, res.End.Sub(start))),
 		Handshake:       res.Handshake,
 		Late:            res.Late,
-		Refresh:         p.refresh,
-		FreezeThreshold: result.FreezeAfter(p.refresh),
-		SampleEvery:     p.session.SampleEvery,
+		Refresh:         p.Refresh,
+		FreezeThreshold: result.FreezeAfter(p.Refresh),
+		SampleEvery:     s.SampleEvery,
 		Probe:           []result.ProbeAttempt{},
-		Network:         p.network,
+		Network:         p.Network,
 		Frames:          make([]result.FrameRecord, 0, len(res.Frames)),
 		Events:          make([]result.EventRecord, 0, len(res.Events)),
 		Targets:         make([]result.TargetRecord, 0, len(res.Targets)),
@@ -90,7 +91,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 		}
 		r.Probe = append(r.Probe, pa)
 	}
-	if sw := p.session.Agent.Software; r.Encoder == sw.Name && !sw.Hardware && !scenarios.IsRealPreset(sw.Name) {
+	if sw := s.Agent.Software; r.Encoder == sw.Name && !sw.Hardware && !scenarios.IsRealPreset(sw.Name) {
 		r.FrameSizes = "budget"
 		if encoder.Calibrated(sw) {
 			r.FrameSizes = "calibrated"
@@ -112,8 +113,8 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 	for _, e := range res.Events {
 		r.Events = append(r.Events, result.EventRecord{At: off(e.At), Kind: e.Kind, Reason: e.Reason, Seq: e.Seq})
 	}
-	if p.decisions != nil {
-		r.Decisions = p.decisions(start)
+	if p.Decisions != nil {
+		r.Decisions = p.Decisions(start)
 	}
 	for _, t := range res.Targets {
 		r.Targets = append(r.Targets, result.TargetRecord{At: off(t.At), Bps: t.Bps})
@@ -129,7 +130,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan, res *Result, interrupted
 }
 
 // buildSeries makes a point of every interval between two samples.
-func buildSeries(r *result.Run, p *plan, samples []Sample, off func(time.Time) time.Duration) []result.Point {
+func buildSeries(r *result.Run, p *plan.Plan, samples []Sample, off func(time.Time) time.Duration) []result.Point {
 	out := []result.Point{}
 	byDisplay := measure.Displayed(r)
 	sentBytes := measure.NewFrameBytes(r.Frames, func(f result.FrameRecord) time.Duration { return f.Sent })
@@ -148,20 +149,20 @@ func buildSeries(r *result.Run, p *plan, samples []Sample, off func(time.Time) t
 		pt.TargetBps, _ = measure.TargetAt(r, b)
 		sent := sentBytes.In(a, b)
 		pt.SendBps = float64(sent*8) / secs
-		pt.Up = linkPoint(samples[i-1].Uplink, samples[i].Uplink, p.up, a, b)
-		pt.Down = linkPoint(samples[i-1].Downlink, samples[i].Downlink, p.down, a, b)
+		pt.Up = linkPoint(samples[i-1].Uplink, samples[i].Uplink, p.UplinkCapacity, a, b)
+		pt.Down = linkPoint(samples[i-1].Downlink, samples[i].Downlink, p.DownlinkCapacity, a, b)
 		out = append(out, pt)
 	}
 	return out
 }
 
-func linkPoint(prev, cur netem.Stats, caps []capPhase, a, b time.Duration) result.LinkPoint {
+func linkPoint(prev, cur netem.Stats, caps plan.Capacity, a, b time.Duration) result.LinkPoint {
 	lp := result.LinkPoint{QueueBytes: int64(cur.Backlog.Bytes)}
 	if n := cur.Queued.Packets - prev.Queued.Packets; n > 0 {
 		lp.QueueDelay = (cur.Queued.Total - prev.Queued.Total) / time.Duration(n)
 	}
 	lp.ThroughputBps = float64((cur.Delivered.Bytes-prev.Delivered.Bytes)*8) / (b - a).Seconds()
-	bits, capped := capacity(caps, a, b)
+	bits, capped := caps.Between(a, b)
 	lp.CapacityBps, lp.Capped = bits/(b-a).Seconds(), capped > 0
 	return lp
 }

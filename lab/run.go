@@ -2,10 +2,33 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/nuvirahub/latencylab/internal/modroot"
+	"github.com/nuvirahub/latencylab/lab/laberr"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
+)
+
+// The errors with which the lab refuses a scenario or a session, defined
+// where every package that refuses can reach them (laberr, scenarios).
+var (
+	// ErrSharedAbsent: the scenario replays a trace from ../shared, the
+	// folder beside the repository that holds recordings which are not
+	// the project's to ship, and it is not there. Tests skip on it. It is
+	// the loader's own (scenarios.ErrSharedAbsent): a scenario that names
+	// a shared trace loads without the folder, and its run says this.
+	ErrSharedAbsent = scenarios.ErrSharedAbsent
+	// ErrScenario wraps every other reason a scenario cannot be run as
+	// written (an unknown preset, source or controller, a queue without a
+	// bottleneck, parameters netem refuses, a flow without a name).
+	ErrScenario = laberr.ErrScenario
+	// ErrUnsupported: the session asks for something the lab cannot do
+	// (a kind of traffic a transport cannot carry, a real-time run of a
+	// scenario with a path, the kernel mode away from Linux).
+	ErrUnsupported = laberr.ErrUnsupported
 )
 
 // HandshakeLead is how long before a scenario's time zero its network is
@@ -21,8 +44,8 @@ const PathLead = 12 * time.Second
 
 // Run runs a scenario and measures it: it turns the scenario into a
 // session (network timelines per direction, screen, agent, viewer, clocks,
-// controller, switches), runs it with RunSessionContext, and evaluates the
-// scenario's expectations on the result.
+// controller, switches: package plan), runs it with RunSessionContext, and
+// evaluates the scenario's expectations on the result.
 //
 // Run takes the time of the session: called inside a testing/synctest
 // bubble, virtual time; it does not make one itself, because only a test
@@ -38,6 +61,35 @@ const PathLead = 12 * time.Second
 // (result.Run.Interrupted says so) with an error wrapping ctx's cause.
 func Run(ctx context.Context, sc *scenarios.Scenario) (*result.Run, error) {
 	return RunWithMetrics(ctx, sc, nil)
+}
+
+// sessionOf is the session a scenario's plan runs as, before what the
+// scenario does not say (the lead, the sampling, metrics, capture, the
+// transport's clock) is set on it.
+func sessionOf(p *plan.Plan) Session {
+	s := Session{
+		Seed: p.Seed, Duration: p.Duration,
+		Uplink: p.Uplink, Downlink: p.Downlink,
+		UplinkTimeline: p.UplinkTimeline, DownlinkTimeline: p.DownlinkTimeline,
+		Screen: p.Screen, Agent: p.Agent, Viewer: p.Viewer,
+		AgentClock:  HostClock{Offset: p.Clocks.Agent.Offset, DriftPPM: p.Clocks.Agent.DriftPPM},
+		ViewerClock: HostClock{Offset: p.Clocks.Viewer.Offset, DriftPPM: p.Clocks.Viewer.DriftPPM},
+		Traffic:     p.Traffic,
+	}
+	if p.Path != nil {
+		s.Transport = *p.Path
+	}
+	return s
+}
+
+// moduleRoot walks up from the working directory to the folder holding
+// go.mod: go test runs in the package's folder, a command anywhere inside.
+func moduleRoot() (string, error) {
+	root, err := modroot.Find()
+	if err != nil {
+		return "", fmt.Errorf("lab: module root: %w", err)
+	}
+	return root, nil
 }
 
 func nameOf(sc *scenarios.Scenario) string {

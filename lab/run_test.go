@@ -17,6 +17,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/internal/needs"
 	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -327,7 +328,7 @@ func TestRunSharedTrace(t *testing.T) {
 			Up:   []scenarios.Phase{{Delay: 20 * ms, Trace: &scenarios.Trace{File: "shared:Verizon-LTE-short.up"}}},
 			Down: []scenarios.Phase{{Delay: 20 * ms, Trace: &scenarios.Trace{File: "shared:Verizon-LTE-short.down"}}},
 		}}
-	if _, err := convert(sc); errors.Is(err, ErrSharedAbsent) {
+	if _, err := plan.Convert(sc); errors.Is(err, ErrSharedAbsent) {
 		needs.Missing(t, needs.Shared, "%v", err)
 	}
 	r := runScenario(t, sc)

@@ -9,6 +9,7 @@ import (
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/seeded"
 	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/lab/transport"
@@ -198,24 +199,24 @@ func TestTrafficKinds(t *testing.T) {
 // bbr outside the kernel mode (in real time too).
 func TestTrafficRefused(t *testing.T) {
 	sc := home(5*time.Second, scenarios.Flow{Name: "d", Kind: "tcp-bulk"})
-	p, err := convert(sc)
+	p, err := plan.Convert(sc)
 	require.NoError(t, err)
-	path := p.session
+	path := sessionOf(p)
 	path.Transport = transport.Topology{Connect: "relay"}
 	_, err = RunSession(path)
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorContains(t, err, "traffic in a session with a path")
 
-	_, _, err = Links(sc)
+	_, _, err = plan.Links(sc)
 	require.ErrorIs(t, err, ErrUnsupported, "the proxy and the shell would run the network without the flows")
 
 	bbr := home(5*time.Second, scenarios.Flow{Name: "d", Kind: "tcp-bulk", Congestion: "bbr"})
-	p, err = convert(bbr)
+	p, err = plan.Convert(bbr)
 	require.NoError(t, err)
-	_, err = RunSession(p.session)
+	_, err = RunSession(sessionOf(p))
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.ErrorContains(t, err, "congestion bbr needs the kernel's TCP")
-	rt := p.session
+	rt := sessionOf(p)
 	rt.Transport = transport.RealTime{}
 	_, err = RunSession(rt)
 	require.ErrorIs(t, err, ErrUnsupported)
@@ -234,15 +235,15 @@ func TestConvertTraffic(t *testing.T) {
 			Screen: []scenarios.ScreenPhase{{Source: "typing"}}},
 		scenarios.Flow{Name: "r", Kind: "reverse-media"},
 	)
-	p, err := convert(sc)
+	p, err := plan.Convert(sc)
 	require.NoError(t, err)
-	fl := p.session.Traffic
+	fl := p.Traffic
 	require.Len(t, fl, 5)
 	require.Equal(t, traffic.Flow{Name: "d", Kind: traffic.KindTCPBulk, Start: time.Second, Stop: 9 * time.Second, Up: true, Delay: 5 * ms, Congestion: "reno"}, fl[0])
 	require.Equal(t, traffic.Flow{Name: "v", Kind: traffic.KindCBR, Rate: 64_000, Size: 160}, fl[1])
 	require.Equal(t, flows.WebConfig{Mean: 5000, SD: 100, Min: 10, Max: 9000, Think: 2 * time.Second}, fl[2].Web)
 	require.Equal(t, "controller gcc", describeFlow(fl[3], false))
-	require.NotSame(t, p.session.Agent.Controller, fl[4].Agent.Controller, "its own controller")
+	require.NotSame(t, p.Agent.Controller, fl[4].Agent.Controller, "its own controller")
 	require.Equal(t, "controller abr", describeFlow(fl[4], false), "the scenario's kind when it gives none")
 	require.IsType(t, screen.Typing{}, fl[3].Screen.Timeline[0].Source, "its own screen")
 	require.Nil(t, fl[4].Screen, "the scenario's: the documented animation")

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -102,7 +102,7 @@ func phaseImpairments(body []byte) (up, down []netem.Impairment, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	upLink, downLink, err := lab.Links(sc)
+	upLink, downLink, err := plan.Links(sc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,7 +225,7 @@ func proxyCmd(ctx context.Context, args []string, out io.Writer, ready func(prox
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	up, down, err := lab.Links(sc)
+	up, down, err := plan.Links(sc)
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}

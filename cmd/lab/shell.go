@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
@@ -155,7 +155,7 @@ func phaseAt(phases []scenarios.Phase, elapsed time.Duration) string {
 	if i < 0 {
 		return fmt.Sprintf("0/%d perfect", len(phases))
 	}
-	return fmt.Sprintf("%d/%d %s", i+1, len(phases), lab.DescribePhase(phases[i]))
+	return fmt.Sprintf("%d/%d %s", i+1, len(phases), plan.DescribePhase(phases[i]))
 }
 
 // mbits is bytes over d in Mbit/s.

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nuvirahub/latencylab/internal/setup"
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/netem/kernel"
 	"github.com/nuvirahub/latencylab/netem/pcap"
@@ -246,7 +246,7 @@ func timelineText(phases []scenarios.Phase) string {
 	}
 	var parts []string
 	for i, ph := range phases {
-		d := lab.DescribePhase(ph)
+		d := plan.DescribePhase(ph)
 		if i > 0 || ph.At > 0 {
 			d = fmt.Sprintf("at %v %s", ph.At, d)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nuvirahub/latencylab/internal/setup"
-	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/metrics"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/netem"
@@ -86,11 +86,11 @@ func (s *shellSession) loadScenario(context.Context, *setup.Undo) error {
 	if err != nil {
 		return fmt.Errorf("shell: %w", err)
 	}
-	up, down, traffic, err := lab.ShellLinks(sc)
+	up, down, flows, err := plan.ShellLinks(sc)
 	if err != nil {
 		return fmt.Errorf("shell: %w", err)
 	}
-	s.sc, s.up, s.down, s.traffic = sc, up, down, traffic
+	s.sc, s.up, s.down, s.traffic = sc, up, down, flows
 	return nil
 }
 

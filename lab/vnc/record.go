@@ -8,6 +8,7 @@ import (
 	"github.com/nuvirahub/latencylab/internal/quantile"
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/lab/measure"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
@@ -214,7 +215,7 @@ type linkSample struct {
 func phaseInfo(phases []scenarios.Phase) []result.PhaseInfo {
 	out := []result.PhaseInfo{}
 	for _, ph := range phases {
-		pi := result.PhaseInfo{At: ph.At, Description: lab.DescribePhase(ph), RateBps: ph.Rate}
+		pi := result.PhaseInfo{At: ph.At, Description: plan.DescribePhase(ph), RateBps: ph.Rate}
 		if ph.Trace != nil {
 			pi.Trace = ph.Trace.File
 		}

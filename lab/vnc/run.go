@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nuvirahub/latencylab/agent/screen"
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/vnc/rfb"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -195,7 +195,7 @@ const ScenarioScreen = "scenario"
 func (c Config) frames() (*screendrive.Frames, error) {
 	timeline := func() ([]screen.Phase, error) { return screendrive.Timeline(c.Screen, c.Duration) }
 	if c.Screen == ScenarioScreen {
-		timeline = func() ([]screen.Phase, error) { return lab.ScreenTimeline(c.Scenario) }
+		timeline = func() ([]screen.Phase, error) { return plan.ScreenTimeline(c.Scenario) }
 	}
 	tl, err := timeline()
 	if err != nil {

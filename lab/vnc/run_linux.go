@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/plan"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/vnc/screendrive"
 	"github.com/nuvirahub/latencylab/netem/kernel"
@@ -46,7 +46,7 @@ func Run(ctx context.Context, cfg Config) (_ *result.Run, err error) {
 	if err != nil {
 		return nil, err
 	}
-	up, down, err := lab.Links(cfg.Scenario)
+	up, down, err := plan.Links(cfg.Scenario)
 	if err != nil {
 		return nil, err
 	}

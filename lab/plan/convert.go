@@ -1,4 +1,13 @@
-package lab
+// Package plan turns a scenario (package scenarios) into what the lab
+// runs: the session's links and their timelines as netem impairments, its
+// screen, agent, viewer, clocks and flows of other traffic, its path as a
+// transport (transport.Topology), and what the result needs to know of the
+// network that the session does not keep (the phases' descriptions and
+// capacities, the controller's decisions). Package lab makes the plan a
+// session (lab.Run); the real-time proxy, lab shell and lab vnc take its
+// links and screen for programs that are not the lab's (Links,
+// ShellLinks, ScreenTimeline).
+package plan
 
 import (
 	"bytes"
@@ -17,7 +26,6 @@ import (
 	"github.com/nuvirahub/latencylab/agent/gcc"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
-	"github.com/nuvirahub/latencylab/internal/modroot"
 	"github.com/nuvirahub/latencylab/lab/laberr"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/lab/traffic"
@@ -29,36 +37,48 @@ import (
 	"github.com/nuvirahub/latencylab/viewer"
 )
 
-// The errors with which the lab refuses a scenario or a session (defined
-// in laberr, below every package that refuses).
-var (
-	// ErrSharedAbsent: the scenario replays a trace from ../shared, the
-	// folder beside the repository that holds recordings which are not
-	// the project's to ship, and it is not there. Tests skip on it. It is
-	// the loader's own (scenarios.ErrSharedAbsent): a scenario that names
-	// a shared trace loads without the folder, and its run says this.
-	ErrSharedAbsent = scenarios.ErrSharedAbsent
-	// ErrScenario wraps every other reason a scenario cannot be run as
-	// written (an unknown preset, source or controller, a queue without a
-	// bottleneck, parameters netem refuses).
-	ErrScenario = laberr.ErrScenario
-	// ErrUnsupported: the session asks for something the lab cannot do
-	// (a kind of traffic a transport cannot carry, the kernel mode away
-	// from Linux).
-	ErrUnsupported = laberr.ErrUnsupported
-)
+// Plan is a scenario made ready to run: the parts of its session (package
+// lab makes them one), and what its result needs to know about the network
+// that the session does not keep.
+type Plan struct {
+	// Seed seeds every random decision of the run; Duration is how long
+	// the session runs after time zero.
+	Seed     uint64
+	Duration time.Duration
+	// Uplink and Downlink are the impairments in force from time zero;
+	// UplinkTimeline and DownlinkTimeline the later phases, at their
+	// instants from time zero.
+	Uplink, Downlink                 []netem.Impairment
+	UplinkTimeline, DownlinkTimeline []netem.Phase
+	// Screen is the agent PC's screen; nil is the documented full-screen
+	// animation (N3).
+	Screen *screen.Config
+	// Agent and Viewer configure the two ends, the controller included.
+	Agent  agent.Config
+	Viewer viewer.Config
+	// Clocks offset the PCs' clocks from true time.
+	Clocks scenarios.Clocks
+	// Traffic is the other traffic sharing the session's links.
+	Traffic []traffic.Flow
+	// Path is the scenario's path as the transport that connects by it;
+	// nil for the plain link.
+	Path *transport.Topology
 
-// plan is a scenario made ready to run: the session and what the result
-// needs to know about the network that the session does not keep.
-type plan struct {
-	session Session
-	// decisions reads an adaptive controller's decisions after the run.
-	decisions func(start time.Time) []result.DecisionRecord
-	refresh   float64 // the agent's display refresh, Hz
-	up        []capPhase
-	down      []capPhase
-	network   result.NetworkInfo
+	// Decisions reads an adaptive controller's decisions after the run,
+	// counted from start; nil for a controller that makes none.
+	Decisions func(start time.Time) []result.DecisionRecord
+	// Refresh is the agent's display refresh, Hz.
+	Refresh float64
+	// UplinkCapacity and DownlinkCapacity are what each direction could
+	// carry, phase by phase.
+	UplinkCapacity, DownlinkCapacity Capacity
+	// Network describes each direction's phases for the result.
+	Network result.NetworkInfo
 }
+
+// Capacity is what a direction of the network can carry, phase by phase
+// (Between).
+type Capacity []capPhase
 
 // capPhase is a direction's capacity from At on: a rate, a trace, or none.
 type capPhase struct {
@@ -82,24 +102,29 @@ type traceTimes struct {
 	period int64   // ms
 }
 
-// convert turns a scenario into a session. It loads the traces the
-// scenario replays, found as the loader finds them (scenarios.TracePath):
-// a relative path from the scenario file's folder, or from the module root
+// Convert turns a scenario into a plan. Every reason a scenario cannot be
+// run as written is an error wrapping laberr.ErrScenario, or
+// laberr.ErrUnsupported for what the lab cannot do; a trace from ../shared
+// that is not there is scenarios.ErrSharedAbsent, which tests skip on.
+//
+// It loads the traces the scenario
+// replays, found as the loader finds them (scenarios.TracePath): a
+// relative path from the scenario file's folder, or from the module root
 // for the library and a scenario built in Go, "shared:NAME" from
 // ../shared/traces/mahimahi beside the module root.
-func convert(sc *scenarios.Scenario) (*plan, error) {
+func Convert(sc *scenarios.Scenario) (*Plan, error) {
 	if sc == nil {
-		return nil, fmt.Errorf("%w: no scenario", ErrScenario)
+		return nil, fmt.Errorf("%w: no scenario", laberr.ErrScenario)
 	}
 	if sc.Duration <= 0 {
-		return nil, fmt.Errorf("%w: duration %v is not positive", ErrScenario, sc.Duration)
+		return nil, fmt.Errorf("%w: duration %v is not positive", laberr.ErrScenario, sc.Duration)
 	}
-	p := &plan{session: Session{Seed: sc.Seed, Duration: sc.Duration}}
+	p := &Plan{Seed: sc.Seed, Duration: sc.Duration}
 	if sc.Path.Plain() {
 		// The plain link has no fallback: QUIC could never connect.
 		for dir, phases := range map[string][]scenarios.Phase{"up": sc.Network.Up, "down": sc.Network.Down} {
 			if len(phases) > 0 && phases[0].At == 0 && phases[0].BlockUDP {
-				return nil, fmt.Errorf("%w: network.%s[0].block_udp: UDP is blocked from the start and the plain path has no fallback: give the scenario a path (path: auto) so that the PCs can reach each other in the WebSocket tunnel", ErrScenario, dir)
+				return nil, fmt.Errorf("%w: network.%s[0].block_udp: UDP is blocked from the start and the plain path has no fallback: give the scenario a path (path: auto) so that the PCs can reach each other in the WebSocket tunnel", laberr.ErrScenario, dir)
 			}
 		}
 	} else {
@@ -107,15 +132,15 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.session.Transport = *path
+		p.Path = path
 	}
 	traces := map[string]*netem.Trace{}
 	var err error
-	s := &p.session
-	if s.Uplink, s.UplinkTimeline, p.up, p.network.Up, err = convertLink("up", sc.File, sc.Network.Up, traces); err != nil {
+	s := p
+	if s.Uplink, s.UplinkTimeline, p.UplinkCapacity, p.Network.Up, err = convertLink("up", sc.File, sc.Network.Up, traces); err != nil {
 		return nil, err
 	}
-	if s.Downlink, s.DownlinkTimeline, p.down, p.network.Down, err = convertLink("down", sc.File, sc.Network.Down, traces); err != nil {
+	if s.Downlink, s.DownlinkTimeline, p.DownlinkCapacity, p.Network.Down, err = convertLink("down", sc.File, sc.Network.Down, traces); err != nil {
 		return nil, err
 	}
 	if s.Screen, err = convertScreen(sc.File, sc.Screen, sc.Agent.Refresh); err != nil {
@@ -124,25 +149,24 @@ func convert(sc *scenarios.Scenario) (*plan, error) {
 	if s.Agent, err = convertAgent(sc); err != nil {
 		return nil, err
 	}
-	p.decisions = controllerDecisions(s.Agent.Controller)
-	p.refresh = sc.Agent.Refresh
-	if p.refresh == 0 {
-		p.refresh = agent.DefaultRefresh
+	p.Decisions = Decisions(s.Agent.Controller)
+	p.Refresh = sc.Agent.Refresh
+	if p.Refresh == 0 {
+		p.Refresh = agent.DefaultRefresh
 	}
 	if s.Viewer.Decode, err = convertDist("viewer.decode", sc.Viewer.Decode); err != nil {
 		return nil, err
 	}
 	switch r := sc.Viewer.Refresh; {
 	case r < 0:
-		return nil, fmt.Errorf("%w: viewer.refresh %v Hz is negative", ErrScenario, r)
+		return nil, fmt.Errorf("%w: viewer.refresh %v Hz is negative", laberr.ErrScenario, r)
 	case r > 0:
 		s.Viewer.Refresh = time.Duration(math.Round(1e9 / r))
 	}
 	s.Viewer.Present = sc.Viewer.Present
 	s.Viewer.OldShowEveryFrame = sc.Switches.OldShowEveryFrame
 	s.Viewer.Policy = viewer.Policy(sc.Viewer.Policy)
-	s.AgentClock = HostClock{Offset: sc.Clocks.Agent.Offset, DriftPPM: sc.Clocks.Agent.DriftPPM}
-	s.ViewerClock = HostClock{Offset: sc.Clocks.Viewer.Offset, DriftPPM: sc.Clocks.Viewer.DriftPPM}
+	s.Clocks = sc.Clocks
 	if s.Traffic, err = convertTraffic(sc, s.Viewer); err != nil {
 		return nil, err
 	}
@@ -188,18 +212,18 @@ func convertTraffic(sc *scenarios.Scenario, vw viewer.Config) ([]traffic.Flow, e
 // convertLink turns a direction's timeline into the impairments in force
 // from the start and the later phases, and notes each phase's capacity.
 // file is the scenario's file, where its trace paths count from.
-func convertLink(dir, file string, phases []scenarios.Phase, traces map[string]*netem.Trace) (initial []netem.Impairment, timeline []netem.Phase, caps []capPhase, info []result.PhaseInfo, err error) {
+func convertLink(dir, file string, phases []scenarios.Phase, traces map[string]*netem.Trace) (initial []netem.Impairment, timeline []netem.Phase, caps Capacity, info []result.PhaseInfo, err error) {
 	for i, ph := range phases {
 		where := fmt.Sprintf("network.%s[%d]", dir, i)
 		if ph.At < 0 || (i > 0 && ph.At <= phases[i-1].At) {
-			return nil, nil, nil, nil, fmt.Errorf("%w: %s: at %v: phases must start at increasing instants from 0", ErrScenario, where, ph.At)
+			return nil, nil, nil, nil, fmt.Errorf("%w: %s: at %v: phases must start at increasing instants from 0", laberr.ErrScenario, where, ph.At)
 		}
 		imps, c, err := convertPhase(where, file, ph, traces)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
 		caps = append(caps, c)
-		pi := result.PhaseInfo{At: ph.At, Description: describePhase(ph), RateBps: ph.Rate}
+		pi := result.PhaseInfo{At: ph.At, Description: DescribePhase(ph), RateBps: ph.Rate}
 		if ph.Trace != nil {
 			pi.Trace = ph.Trace.File // its segment is in the description
 		}
@@ -269,9 +293,9 @@ func convertPhase(where, file string, ph scenarios.Phase, traces map[string]*net
 		imps = append(imps, &netem.Rate{Rate: ph.Rate, Overhead: ph.Overhead, Queue: q})
 		c.rate = ph.Rate
 	case ph.Rate < 0:
-		return nil, c, fmt.Errorf("%w: %s: rate %d bit/s is negative", ErrScenario, where, ph.Rate)
+		return nil, c, fmt.Errorf("%w: %s: rate %d bit/s is negative", laberr.ErrScenario, where, ph.Rate)
 	case ph.Queue != (scenarios.Queue{}) || ph.Overhead != 0:
-		return nil, c, fmt.Errorf("%w: %s: a queue or overhead needs a rate or a trace (there is no bottleneck to queue at)", ErrScenario, where)
+		return nil, c, fmt.Errorf("%w: %s: a queue or overhead needs a rate or a trace (there is no bottleneck to queue at)", laberr.ErrScenario, where)
 	}
 	if s := ph.Spikes; s != nil {
 		imps = append(imps, &netem.Spikes{Min: s.Min, Max: s.Max, Every: s.Every, Duration: s.Duration, Offset: s.Offset, Random: s.Random})
@@ -285,21 +309,22 @@ func convertPhase(where, file string, ph scenarios.Phase, traces map[string]*net
 	case ph.Delay > 0:
 		imps = append(imps, &netem.Delay{Delay: ph.Delay})
 	case ph.Delay < 0:
-		return nil, c, fmt.Errorf("%w: %s: delay %v is negative", ErrScenario, where, ph.Delay)
+		return nil, c, fmt.Errorf("%w: %s: delay %v is negative", laberr.ErrScenario, where, ph.Delay)
 	}
 	for _, imp := range imps {
 		if v, ok := imp.(netem.Validator); ok {
 			if err := v.Validate(); err != nil {
-				return nil, c, fmt.Errorf("%w: %s: %s: %w", ErrScenario, where, imp.Kind(), err)
+				return nil, c, fmt.Errorf("%w: %s: %s: %w", laberr.ErrScenario, where, imp.Kind(), err)
 			}
 		}
 	}
 	return imps, c, nil
 }
 
-// describePhase sums a phase up for reports: "delay 25ms, loss 1%, rate
-// 5 Mbit/s".
-func describePhase(ph scenarios.Phase) string {
+// DescribePhase sums a scenario's phase up as the reports do: "delay
+// 25ms, loss 1%, rate 5 Mbit/s", or "perfect". lab shell's status line
+// names the phase in force with it.
+func DescribePhase(ph scenarios.Phase) string {
 	var parts []string
 	add := func(format string, a ...any) { parts = append(parts, fmt.Sprintf(format, a...)) }
 	if ph.BlockUDP {
@@ -386,35 +411,25 @@ func loadTrace(file, ref string, traces map[string]*netem.Trace) (*netem.Trace, 
 	}
 	tr, err := netem.LoadTrace(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: trace %q: %w", ErrScenario, ref, err)
+		return nil, fmt.Errorf("%w: trace %q: %w", laberr.ErrScenario, ref, err)
 	}
 	traces[path] = tr
 	return tr, nil
 }
 
 // resolveTrace finds a trace file by the loader's rule (scenarios.TracePath).
-// An absent shared folder is ErrSharedAbsent, for the tests to skip; any
-// other reason is ErrScenario, a shared trace not in a folder that is there
+// An absent shared folder is scenarios.ErrSharedAbsent, for the tests to skip; any
+// other reason is laberr.ErrScenario, a shared trace not in a folder that is there
 // included: a misspelled name fails rather than skips.
 func resolveTrace(file, ref string) (string, error) {
 	path, err := scenarios.TracePath(file, ref)
 	switch {
-	case errors.Is(err, ErrSharedAbsent):
+	case errors.Is(err, scenarios.ErrSharedAbsent):
 		return "", fmt.Errorf("lab: trace %q: %w", ref, err)
 	case err != nil:
-		return "", fmt.Errorf("%w: trace %q: %w", ErrScenario, ref, err)
+		return "", fmt.Errorf("%w: trace %q: %w", laberr.ErrScenario, ref, err)
 	}
 	return path, nil
-}
-
-// moduleRoot walks up from the working directory to the folder holding
-// go.mod: go test runs in the package's folder, a command anywhere inside.
-func moduleRoot() (string, error) {
-	root, err := modroot.Find()
-	if err != nil {
-		return "", fmt.Errorf("lab: module root: %w", err)
-	}
-	return root, nil
 }
 
 // traceTimesOf reads a trace's opportunities back through its mahimahi
@@ -476,9 +491,9 @@ func (tt *traceTimes) once(t time.Duration) int64 {
 	}))
 }
 
-// capacity is the bits a direction can carry in [a, b) and the part of
-// that interval with a bottleneck at all.
-func capacity(phases []capPhase, a, b time.Duration) (bits float64, capped time.Duration) {
+// Between is the bits the direction can carry in [a, b), instants from
+// time zero, and the part of that interval with a bottleneck at all.
+func (phases Capacity) Between(a, b time.Duration) (bits float64, capped time.Duration) {
 	for i, ph := range phases {
 		lo, hi := max(a, ph.at), b
 		if i+1 < len(phases) {
@@ -535,11 +550,11 @@ func convertScreen(file string, phases []scenarios.ScreenPhase, refresh float64)
 		case screen.SourceRecording:
 			rec, err := scenarios.OpenRecording(file, ph.File)
 			if err != nil {
-				return nil, fmt.Errorf("%w: screen[%d]: recording %q: %w", ErrScenario, i, ph.File, err)
+				return nil, fmt.Errorf("%w: screen[%d]: recording %q: %w", laberr.ErrScenario, i, ph.File, err)
 			}
 			src = screen.Recording{Recording: rec, Offset: ph.Offset, Once: ph.NoLoop}
 		default:
-			return nil, fmt.Errorf("%w: screen[%d]: unknown source %q (animation, still, typing, scrolling, video, photo, recording)", ErrScenario, i, ph.Source)
+			return nil, fmt.Errorf("%w: screen[%d]: unknown source %q (animation, still, typing, scrolling, video, photo, recording)", laberr.ErrScenario, i, ph.Source)
 		}
 		cfg.Timeline = append(cfg.Timeline, screen.Phase{At: ph.At, Source: src})
 	}
@@ -547,7 +562,7 @@ func convertScreen(file string, phases []scenarios.ScreenPhase, refresh float64)
 }
 
 // ScreenTimeline is a scenario's screen section as the screen model's
-// timeline, as a session converts it: the documented full-screen
+// timeline, as Convert makes it: the documented full-screen
 // animation when the section is empty. lab vnc draws it on a real
 // server's display.
 func ScreenTimeline(sc *scenarios.Scenario) ([]screen.Phase, error) {
@@ -585,7 +600,7 @@ func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
 
 	sw, err := encoder.Preset(cmp.Or(a.Encoder, encoder.PresetOpenH264Asm))
 	if err != nil {
-		return cfg, fmt.Errorf("%w: agent.encoder: %w", ErrScenario, err)
+		return cfg, fmt.Errorf("%w: agent.encoder: %w", laberr.ErrScenario, err)
 	}
 	if a.EncodeTime != nil {
 		if sw.EncodeTime, err = convertDist("agent.encode_time", a.EncodeTime); err != nil {
@@ -607,7 +622,7 @@ func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
 	for _, h := range a.Hardware {
 		hc, err := encoder.Preset(h)
 		if err != nil {
-			return cfg, fmt.Errorf("%w: agent.hardware: %w", ErrScenario, err)
+			return cfg, fmt.Errorf("%w: agent.hardware: %w", laberr.ErrScenario, err)
 		}
 		known[h] = true
 		hc.Bitrate = int(initial)
@@ -630,7 +645,7 @@ func convertAgent(sc *scenarios.Scenario) (agent.Config, error) {
 	}{{"absent", a.Absent}, {"failing", a.Failing}} {
 		for _, x := range list.names {
 			if !known[x] {
-				return cfg, fmt.Errorf("%w: agent.%s: %q is not in agent.hardware %v", ErrScenario, list.field, x, a.Hardware)
+				return cfg, fmt.Errorf("%w: agent.%s: %q is not in agent.hardware %v", laberr.ErrScenario, list.field, x, a.Hardware)
 			}
 		}
 	}
@@ -645,19 +660,19 @@ func convertController(c scenarios.Controller, sw scenarios.Switches) (agent.Con
 		initial = agent.DefaultBitrate
 	}
 	if initial < 0 {
-		return nil, 0, fmt.Errorf("%w: controller.bitrate %d is negative", ErrScenario, c.Bitrate)
+		return nil, 0, fmt.Errorf("%w: controller.bitrate %d is negative", laberr.ErrScenario, c.Bitrate)
 	}
 	switch c.Kind {
 	case "", "fixed":
 		if len(c.Steps) > 0 {
-			return nil, 0, fmt.Errorf("%w: controller: steps need kind \"steps\"", ErrScenario)
+			return nil, 0, fmt.Errorf("%w: controller: steps need kind \"steps\"", laberr.ErrScenario)
 		}
 		return agent.Fixed{Bps: initial}, initial, nil
 	case "steps":
 		st := &agent.Steps{Initial: initial}
 		for i, s := range c.Steps {
 			if s.Bitrate <= 0 || (i > 0 && s.At <= c.Steps[i-1].At) {
-				return nil, 0, fmt.Errorf("%w: controller.steps[%d]: need a positive bitrate at increasing instants", ErrScenario, i)
+				return nil, 0, fmt.Errorf("%w: controller.steps[%d]: need a positive bitrate at increasing instants", laberr.ErrScenario, i)
 			}
 			st.At = append(st.At, s.At)
 			st.Bps = append(st.Bps, s.Bitrate)
@@ -676,22 +691,22 @@ func convertController(c scenarios.Controller, sw scenarios.Switches) (agent.Con
 			OldSinglePeaks:        sw.OldABRSinglePeaks,
 		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: controller: %w", ErrScenario, err)
+			return nil, 0, fmt.Errorf("%w: controller: %w", laberr.ErrScenario, err)
 		}
 		return a, a.Config().Initial, nil
 	case "gcc":
 		g, err := gcc.New(gcc.Config{Initial: c.Bitrate, Min: c.Min, Max: c.Max})
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: controller: %w", ErrScenario, err)
+			return nil, 0, fmt.Errorf("%w: controller: %w", laberr.ErrScenario, err)
 		}
 		return g, g.Config().Initial, nil
 	}
-	return nil, 0, fmt.Errorf("%w: controller kind %q", ErrUnsupported, c.Kind)
+	return nil, 0, fmt.Errorf("%w: controller kind %q", laberr.ErrUnsupported, c.Kind)
 }
 
-// controllerDecisions reads an adaptive controller's decisions as records
-// counted from start; nil for a controller that makes none.
-func controllerDecisions(c agent.Controller) func(start time.Time) []result.DecisionRecord {
+// Decisions reads an adaptive controller's decisions as records counted
+// from start; nil for a controller that makes none.
+func Decisions(c agent.Controller) func(start time.Time) []result.DecisionRecord {
 	switch c := c.(type) {
 	case *abr.ABR:
 		return func(start time.Time) []result.DecisionRecord {
@@ -734,7 +749,7 @@ func convertDist(field string, d *scenarios.Dist) (dist.Duration, error) {
 		out = dist.Constant(d.Mean)
 	}
 	if err := out.Validate(); err != nil {
-		return dist.Duration{}, fmt.Errorf("%w: %s: %w", ErrScenario, field, err)
+		return dist.Duration{}, fmt.Errorf("%w: %s: %w", laberr.ErrScenario, field, err)
 	}
 	return out, nil
 }
@@ -755,7 +770,7 @@ func convertPath(sp scenarios.Path) (*transport.Topology, error) {
 		}
 		c, ok := natPresets[name]
 		if !ok {
-			return nil, fmt.Errorf("%w: path.%s: unknown router %q", ErrScenario, field, name)
+			return nil, fmt.Errorf("%w: path.%s: unknown router %q", laberr.ErrScenario, field, name)
 		}
 		return &c, nil
 	}

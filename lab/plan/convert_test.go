@@ -1,4 +1,4 @@
-package lab
+package plan
 
 import (
 	"errors"
@@ -15,7 +15,9 @@ import (
 	"github.com/nuvirahub/latencylab/agent/encoder"
 	"github.com/nuvirahub/latencylab/agent/screen"
 	"github.com/nuvirahub/latencylab/internal/dist"
+	"github.com/nuvirahub/latencylab/internal/modroot"
 	"github.com/nuvirahub/latencylab/internal/needs"
+	"github.com/nuvirahub/latencylab/lab/laberr"
 	"github.com/nuvirahub/latencylab/lab/result"
 	"github.com/nuvirahub/latencylab/netem"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -68,9 +70,9 @@ func TestConvertNetworkReachesNetem(t *testing.T) {
 			},
 			Up: []scenarios.Phase{{Delay: 25 * time.Millisecond}},
 		}}
-	p, err := convert(sc)
+	p, err := Convert(sc)
 	require.NoError(t, err)
-	s := p.session
+	s := p
 
 	require.Equal(t, []string{"loss", "rate", "spikes", "jitter"}, kinds(s.Downlink))
 	require.Equal(t, 0.01, find[*netem.Loss](t, s.Downlink).Probability)
@@ -112,15 +114,15 @@ func TestConvertNetworkReachesNetem(t *testing.T) {
 	require.Empty(t, s.UplinkTimeline)
 
 	// The result's description of the network and its capacity.
-	require.Equal(t, []time.Duration{0, 10 * time.Second, 20 * time.Second}, []time.Duration{p.network.Down[0].At, p.network.Down[1].At, p.network.Down[2].At})
-	require.Equal(t, "loss 1%, rate 5 Mbit/s, queue 262144 B 500 packets 200ms CoDel, spikes 150ms-600ms every 5s, delay 25ms ± 5ms (normal)", p.network.Down[0].Description)
-	bits, capped := capacity(p.down, 9*time.Second, 10*time.Second)
+	require.Equal(t, []time.Duration{0, 10 * time.Second, 20 * time.Second}, []time.Duration{p.Network.Down[0].At, p.Network.Down[1].At, p.Network.Down[2].At})
+	require.Equal(t, "loss 1%, rate 5 Mbit/s, queue 262144 B 500 packets 200ms CoDel, spikes 150ms-600ms every 5s, delay 25ms ± 5ms (normal)", p.Network.Down[0].Description)
+	bits, capped := p.DownlinkCapacity.Between(9*time.Second, 10*time.Second)
 	require.Equal(t, 5e6, bits)
 	require.Equal(t, time.Second, capped)
-	bits, capped = capacity(p.down, 10*time.Second, 20*time.Second)
+	bits, capped = p.DownlinkCapacity.Between(10*time.Second, 20*time.Second)
 	require.Equal(t, 10*time.Second, capped)
 	require.InDelta(t, tr.Trace.AverageRate()*10, bits, tr.Trace.AverageRate()*10*0.3, "a trace's capacity over 10 s is near its average")
-	_, capped = capacity(p.down, 20*time.Second, 30*time.Second)
+	_, capped = p.DownlinkCapacity.Between(20*time.Second, 30*time.Second)
 	require.Zero(t, capped, "the last phase has no bottleneck")
 }
 
@@ -128,11 +130,11 @@ func TestConvertNetworkReachesNetem(t *testing.T) {
 func TestConvertFirstPhaseLater(t *testing.T) {
 	sc := &scenarios.Scenario{Name: "late", Duration: time.Second,
 		Network: scenarios.Network{Down: []scenarios.Phase{{At: 500 * time.Millisecond, Delay: time.Millisecond}}}}
-	p, err := convert(sc)
+	p, err := Convert(sc)
 	require.NoError(t, err)
-	require.Empty(t, p.session.Downlink)
-	require.Len(t, p.session.DownlinkTimeline, 1)
-	require.Equal(t, 500*time.Millisecond, p.session.DownlinkTimeline[0].At)
+	require.Empty(t, p.Downlink)
+	require.Len(t, p.DownlinkTimeline, 1)
+	require.Equal(t, 500*time.Millisecond, p.DownlinkTimeline[0].At)
 }
 
 // Switches, encoders, probe list, refresh, clocks and the controller reach
@@ -161,9 +163,9 @@ func TestConvertAgentViewerAndSwitches(t *testing.T) {
 			{At: 5 * time.Second, Source: "photo", Region: &scenarios.Region{X: 0, Y: 0, W: 1, H: 1}},
 		},
 	}
-	p, err := convert(sc)
+	p, err := Convert(sc)
 	require.NoError(t, err)
-	s := p.session
+	s := p
 	a := s.Agent
 
 	// N6, N7, N8, N16.
@@ -188,7 +190,7 @@ func TestConvertAgentViewerAndSwitches(t *testing.T) {
 	require.Equal(t, 3_000_000, a.Software.Bitrate)
 
 	require.Equal(t, 30.0, a.Refresh)
-	require.Equal(t, 30.0, p.refresh)
+	require.Equal(t, 30.0, p.Refresh)
 	require.True(t, a.Capture.ConvertOnCPU)
 	require.Equal(t, 128<<10, a.SendCap)
 	require.Equal(t, 5, a.RefinePasses)
@@ -204,8 +206,8 @@ func TestConvertAgentViewerAndSwitches(t *testing.T) {
 	require.Equal(t, dist.List(2*time.Millisecond, 4*time.Millisecond), s.Viewer.Decode)
 	require.Equal(t, 20*time.Millisecond, s.Viewer.Refresh)
 	require.Equal(t, 5*time.Millisecond, s.Viewer.Present)
-	require.Equal(t, HostClock{Offset: 3 * time.Second, DriftPPM: 50}, s.AgentClock)
-	require.Equal(t, HostClock{Offset: -time.Second, DriftPPM: -20}, s.ViewerClock)
+	require.Equal(t, scenarios.Clock{Offset: 3 * time.Second, DriftPPM: 50}, s.Clocks.Agent)
+	require.Equal(t, scenarios.Clock{Offset: -time.Second, DriftPPM: -20}, s.Clocks.Viewer)
 
 	require.Equal(t, 30.0, s.Screen.Refresh, "the screen refreshes at the agent's rate")
 	require.Equal(t, []screen.Phase{
@@ -222,9 +224,9 @@ func TestConvertAgentViewerAndSwitches(t *testing.T) {
 // fixed controller at 4 Mbit/s, OpenH264 with assembly at its own encode
 // time.
 func TestConvertDefaults(t *testing.T) {
-	p, err := convert(&scenarios.Scenario{Name: "bare", Duration: time.Second})
+	p, err := Convert(&scenarios.Scenario{Name: "bare", Duration: time.Second})
 	require.NoError(t, err)
-	s := p.session
+	s := p
 	require.Nil(t, s.Uplink)
 	require.Nil(t, s.Downlink)
 	require.Nil(t, s.Screen)
@@ -234,14 +236,14 @@ func TestConvertDefaults(t *testing.T) {
 	require.NoError(t, err)
 	sw.Bitrate = agent.DefaultBitrate
 	require.Equal(t, sw, s.Agent.Software)
-	require.Equal(t, agent.DefaultRefresh, p.refresh)
+	require.Equal(t, agent.DefaultRefresh, p.Refresh)
 	require.True(t, s.Viewer.Decode.IsZero(), "the viewer keeps its default decode time")
 
 	// A refresh without a screen timeline keeps the animation, at that
 	// refresh.
-	p, err = convert(&scenarios.Scenario{Name: "30Hz", Duration: time.Second, Agent: scenarios.Agent{Refresh: 30}})
+	p, err = Convert(&scenarios.Scenario{Name: "30Hz", Duration: time.Second, Agent: scenarios.Agent{Refresh: 30}})
 	require.NoError(t, err)
-	require.Equal(t, &screen.Config{Refresh: 30, Timeline: []screen.Phase{{Source: screen.Animation{}}}}, p.session.Screen)
+	require.Equal(t, &screen.Config{Refresh: 30, Timeline: []screen.Phase{{Source: screen.Animation{}}}}, p.Screen)
 }
 
 func TestConvertErrors(t *testing.T) {
@@ -254,41 +256,41 @@ func TestConvertErrors(t *testing.T) {
 		want   error
 		says   string
 	}{
-		{"strategy", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "carrier-pigeon"} }, ErrUnsupported, `path strategy "carrier-pigeon"`},
+		{"strategy", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "carrier-pigeon"} }, laberr.ErrUnsupported, `path strategy "carrier-pigeon"`},
 		{"blocked plain", func(s *scenarios.Scenario) {
 			s.Network.Up = []scenarios.Phase{{BlockUDP: true}}
-		}, ErrScenario, "network.up[0].block_udp: UDP is blocked from the start and the plain path has no fallback"},
-		{"router", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "auto", ViewerNAT: "cgnat"} }, ErrScenario, `path.viewer_nat: unknown router "cgnat"`},
-		{"unknown controller", func(s *scenarios.Scenario) { s.Controller.Kind = "bbr" }, ErrUnsupported, `controller kind "bbr"`},
+		}, laberr.ErrScenario, "network.up[0].block_udp: UDP is blocked from the start and the plain path has no fallback"},
+		{"router", func(s *scenarios.Scenario) { s.Path = scenarios.Path{Connect: "auto", ViewerNAT: "cgnat"} }, laberr.ErrScenario, `path.viewer_nat: unknown router "cgnat"`},
+		{"unknown controller", func(s *scenarios.Scenario) { s.Controller.Kind = "bbr" }, laberr.ErrUnsupported, `controller kind "bbr"`},
 		{"abr refuses", func(s *scenarios.Scenario) {
 			s.Controller = scenarios.Controller{Kind: "abr", Min: 5_000_000, Max: 1_000_000}
-		}, ErrScenario, "controller:"},
-		{"preset", func(s *scenarios.Scenario) { s.Agent.Encoder = "x264" }, ErrScenario, "agent.encoder"},
-		{"absent not probed", func(s *scenarios.Scenario) { s.Agent.Absent = []string{"nvenc"} }, ErrScenario, `agent.absent: "nvenc" is not in agent.hardware`},
-		{"source", func(s *scenarios.Scenario) { s.Screen = []scenarios.ScreenPhase{{Source: "fireworks"}} }, ErrScenario, `screen[0]: unknown source "fireworks"`},
+		}, laberr.ErrScenario, "controller:"},
+		{"preset", func(s *scenarios.Scenario) { s.Agent.Encoder = "x264" }, laberr.ErrScenario, "agent.encoder"},
+		{"absent not probed", func(s *scenarios.Scenario) { s.Agent.Absent = []string{"nvenc"} }, laberr.ErrScenario, `agent.absent: "nvenc" is not in agent.hardware`},
+		{"source", func(s *scenarios.Scenario) { s.Screen = []scenarios.ScreenPhase{{Source: "fireworks"}} }, laberr.ErrScenario, `screen[0]: unknown source "fireworks"`},
 		{"queue without bottleneck", func(s *scenarios.Scenario) {
 			s.Network.Down = []scenarios.Phase{{Queue: scenarios.Queue{Packets: 10}}}
-		}, ErrScenario, "network.down[0]: a queue or overhead needs a rate or a trace"},
+		}, laberr.ErrScenario, "network.down[0]: a queue or overhead needs a rate or a trace"},
 		{"netem refuses", func(s *scenarios.Scenario) {
 			s.Network.Up = []scenarios.Phase{{Spikes: &scenarios.Spikes{Min: time.Second, Max: time.Millisecond, Every: time.Second}}}
-		}, ErrScenario, "network.up[0]: spikes: min 1s is greater than max 1ms"},
+		}, laberr.ErrScenario, "network.up[0]: spikes: min 1s is greater than max 1ms"},
 		{"phases out of order", func(s *scenarios.Scenario) {
 			s.Network.Down = []scenarios.Phase{{At: time.Second}, {At: time.Second}}
-		}, ErrScenario, "network.down[1]: at 1s"},
+		}, laberr.ErrScenario, "network.down[1]: at 1s"},
 		{"trace missing", func(s *scenarios.Scenario) {
 			s.Network.Down = []scenarios.Phase{{Trace: &scenarios.Trace{File: "testdata/traces/none.down"}}}
-		}, ErrScenario, `trace "testdata/traces/none.down"`},
+		}, laberr.ErrScenario, `trace "testdata/traces/none.down"`},
 		{"shared name", func(s *scenarios.Scenario) {
 			s.Network.Down = []scenarios.Phase{{Trace: &scenarios.Trace{File: "shared:../x"}}}
-		}, ErrScenario, `"shared:../x" is not a shared trace`},
+		}, laberr.ErrScenario, `"shared:../x" is not a shared trace`},
 		{"netem refuses the trace's offset", func(s *scenarios.Scenario) {
 			s.Network.Down = []scenarios.Phase{{Trace: &scenarios.Trace{File: "testdata/traces/cellular-steady.down", Offset: time.Hour, NoLoop: true}}}
-		}, ErrScenario, "network.down[0]: trace: trace offset 1h0m0s is not below the trace's length 1m0s"},
+		}, laberr.ErrScenario, "network.down[0]: trace: trace offset 1h0m0s is not below the trace's length 1m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := base()
 			tc.change(sc)
-			_, err := convert(sc)
+			_, err := Convert(sc)
 			require.ErrorIs(t, err, tc.want)
 			require.ErrorContains(t, err, tc.says)
 		})
@@ -296,14 +298,14 @@ func TestConvertErrors(t *testing.T) {
 }
 
 // A shared trace resolves beside the module root; where the shared folder
-// is absent the error is ErrSharedAbsent, saying where it looked, and
+// is absent the error is scenarios.ErrSharedAbsent, saying where it looked, and
 // where it is there a name it does not hold fails: a misspelled name is
 // not a reason to skip.
 func TestSharedTraceResolution(t *testing.T) {
-	root, err := moduleRoot()
+	root, err := modroot.Find()
 	require.NoError(t, err)
 	path, err := resolveTrace("", "shared:Verizon-LTE-short.down")
-	if errors.Is(err, ErrSharedAbsent) {
+	if errors.Is(err, scenarios.ErrSharedAbsent) {
 		t.Logf("shared folder absent here: %v", err)
 		if os.Getenv(needs.Shared) == "1" {
 			t.Fatalf("%s=1 requires the shared folder: %v", needs.Shared, err)
@@ -322,8 +324,8 @@ func TestSharedTraceResolution(t *testing.T) {
 	shared := filepath.Join(dir, "shared", "traces", "mahimahi")
 	sc := &scenarios.Scenario{Name: "cellular", Duration: time.Second,
 		Network: scenarios.Network{Down: []scenarios.Phase{{Trace: &scenarios.Trace{File: "shared:Verizon-LTE-short.down"}}}}}
-	_, err = convert(sc)
-	require.ErrorIs(t, err, ErrSharedAbsent)
+	_, err = Convert(sc)
+	require.ErrorIs(t, err, scenarios.ErrSharedAbsent)
 	require.ErrorContains(t, err, shared+" does not exist (the shared folder sits beside the repository)")
 	p, err := resolveTrace("", "testdata/traces/x.down")
 	require.NoError(t, err)
@@ -332,12 +334,12 @@ func TestSharedTraceResolution(t *testing.T) {
 	// With the folder, a name it does not hold is the scenario's mistake.
 	require.NoError(t, os.MkdirAll(shared, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(shared, "Verizon-LTE-short.down"), []byte("1\n"), 0o644))
-	_, err = convert(sc)
+	_, err = Convert(sc)
 	require.NoError(t, err)
 	sc.Network.Down[0].Trace.File = "shared:Verizon-LTE-shrot.down"
-	_, err = convert(sc)
-	require.ErrorIs(t, err, ErrScenario)
-	require.NotErrorIs(t, err, ErrSharedAbsent)
+	_, err = Convert(sc)
+	require.ErrorIs(t, err, laberr.ErrScenario)
+	require.NotErrorIs(t, err, scenarios.ErrSharedAbsent)
 	require.ErrorContains(t, err, `no shared trace "Verizon-LTE-shrot.down" in `+shared+": did you mean Verizon-LTE-short.down?")
 }
 
@@ -367,34 +369,34 @@ network:
 `), 0o644))
 	sc, err := scenarios.LoadFile(file)
 	require.NoError(t, err)
-	p, err := convert(sc)
+	p, err := Convert(sc)
 	require.NoError(t, err)
 
-	tl := find[*netem.TraceLink](t, p.session.Downlink)
+	tl := find[*netem.TraceLink](t, p.Downlink)
 	require.Equal(t, 5*time.Second, tl.Offset)
 	require.True(t, tl.NoLoop)
-	tl = find[*netem.TraceLink](t, p.session.DownlinkTimeline[0].Impairments)
+	tl = find[*netem.TraceLink](t, p.DownlinkTimeline[0].Impairments)
 	require.Zero(t, tl.Offset)
 	require.False(t, tl.NoLoop)
 
 	trace := filepath.Join(dir, "t.down")
-	require.Equal(t, result.PhaseInfo{Description: "trace " + trace + " from 5s (played once), delay 10ms", Trace: trace}, p.network.Down[0])
-	require.Equal(t, result.PhaseInfo{At: 10 * time.Second, Description: "trace " + trace, Trace: trace}, p.network.Down[1])
+	require.Equal(t, result.PhaseInfo{Description: "trace " + trace + " from 5s (played once), delay 10ms", Trace: trace}, p.Network.Down[0])
+	require.Equal(t, result.PhaseInfo{At: 10 * time.Second, Description: "trace " + trace, Trace: trace}, p.Network.Down[1])
 
 	// From the offset, the fast half (1000 opportunities a second), then
 	// the end: nothing from 5 s to 10 s; then the trace again, wrapping,
 	// which at 10 s of the session is at its start.
-	bits, capped := capacity(p.down, 0, time.Second)
+	bits, capped := p.DownlinkCapacity.Between(0, time.Second)
 	require.Equal(t, float64(1000*netem.TraceMTU*8), bits)
 	require.Equal(t, time.Second, capped)
-	bits, _ = capacity(p.down, 4*time.Second, 5*time.Second)
+	bits, _ = p.DownlinkCapacity.Between(4*time.Second, 5*time.Second)
 	require.Equal(t, float64(1000*netem.TraceMTU*8), bits)
-	bits, _ = capacity(p.down, 5*time.Second, 5*time.Second+time.Millisecond)
+	bits, _ = p.DownlinkCapacity.Between(5*time.Second, 5*time.Second+time.Millisecond)
 	require.Equal(t, float64(netem.TraceMTU*8), bits, "the trace's last line, at its end (10000 ms)")
-	bits, capped = capacity(p.down, 5*time.Second+time.Millisecond, 10*time.Second)
+	bits, capped = p.DownlinkCapacity.Between(5*time.Second+time.Millisecond, 10*time.Second)
 	require.Zero(t, bits, "played once: the link is dark after the end")
 	require.Equal(t, 5*time.Second-time.Millisecond, capped)
-	bits, _ = capacity(p.down, 10*time.Second, 11*time.Second)
+	bits, _ = p.DownlinkCapacity.Between(10*time.Second, 11*time.Second)
 	require.Equal(t, float64(101*netem.TraceMTU*8), bits, "the first repetition's last line and the second's first second")
 }
 
@@ -414,7 +416,7 @@ func TestTraceCapacityCountsOpportunities(t *testing.T) {
 	}{{0, 0}, {ms / 2, 1}, {3 * ms, 1}, {4 * ms, 3}, {10 * ms, 3}, {11 * ms, 5}, {20 * ms, 7}, {21 * ms, 9}, {1000 * ms, 399}} {
 		require.Equal(t, tc.want, tt.before(tc.t), "opportunities before %v", tc.t)
 	}
-	bits, capped := capacity([]capPhase{{trace: &traceCap{times: tt}}}, 0, time.Second)
+	bits, capped := Capacity{{trace: &traceCap{times: tt}}}.Between(0, time.Second)
 	require.Equal(t, time.Second, capped)
 	require.Equal(t, float64(399*netem.TraceMTU*8), bits)
 }
