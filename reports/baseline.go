@@ -104,6 +104,13 @@ func NewEvidence(r *result.Run) Evidence {
 // Fingerprint identifies what a scenario makes a session do: a hash of
 // its YAML with what does not change the session left out (seed, which
 // every run sets; expectations; description, findings, groups, file).
+//
+// A trace beside a user's file is named from the file's folder, as the
+// file names it: the loader writes its path absolute, and a team's
+// checkout sits at another path on each machine (its CI's, a colleague's),
+// where the same scenario must keep its fingerprint. The folder is the
+// file's as seen from the working folder, which is the one the file was
+// loaded from.
 func Fingerprint(sc *scenarios.Scenario) string {
 	c := *sc
 	c.Seed, c.Expect, c.Description, c.Findings, c.Groups, c.File = 0, nil, "", nil, nil, ""
@@ -112,6 +119,11 @@ func Fingerprint(sc *scenarios.Scenario) string {
 		// MarshalYAML writes any valid scenario; a hash of the error
 		// still changes when the scenario does.
 		data = []byte(err.Error())
+	}
+	if sc.File != "" {
+		if dir, err := filepath.Abs(filepath.Dir(sc.File)); err == nil {
+			data = bytes.ReplaceAll(data, []byte(dir+string(filepath.Separator)), nil)
+		}
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
