@@ -32,6 +32,7 @@ import (
 	"github.com/nuvirahub/latencylab/lab/filetest"
 	"github.com/nuvirahub/latencylab/lab/jobs"
 	"github.com/nuvirahub/latencylab/lab/jobspec"
+	"github.com/nuvirahub/latencylab/lab/sessionproc"
 	"github.com/nuvirahub/latencylab/lab/sweep"
 	"github.com/nuvirahub/latencylab/lab/tune"
 	"github.com/nuvirahub/latencylab/scenarios"
@@ -66,7 +67,7 @@ func Requested() bool { return os.Getenv(Env) != "" || jobs.Serving() }
 func Main() {
 	if jobs.Serving() {
 		gcdefault.Set()
-	} else if !testing.Testing() {
+	} else if !sessionproc.Seeded() {
 		// Only a test binary may seed crypto/rand (testing/cryptotest),
 		// which QUIC's connection IDs and TLS draw from: unseeded, two
 		// runs of a seed differ. Said once, by the job, not its workers.
