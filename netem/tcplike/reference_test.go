@@ -1,0 +1,83 @@
+package tcplike
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/netem"
+)
+
+// The model's side of its reference cases (docs/traffic.md, "The model
+// against kernel TCP and ns-3"), as netem/kernel's TestReferenceCases runs
+// them on the kernel's TCP and testdata/ns3 on ns-3's: two flows of one
+// controller, then CUBIC against Reno, on 10 Mbit/s with 25 ms one way
+// and a 42-packet queue (about a bandwidth-delay product); one Reno flow
+// alone on the documented bad link (5 Mbit/s, 25 ms, 1% loss both ways).
+// Each run's flows start at random times in their first half second,
+// drawn from the run's seed; each flow lasts 30 s and its goodput leaves
+// out its first 2 s, as the kernel's Bulk measures it.
+const (
+	refRuns    = 3
+	refSeconds = 30
+	refWarmup  = 2
+)
+
+// refShare runs two flows on the shared link and returns their goodputs.
+func refShare(t *testing.T, seed uint64, a, b string) (float64, float64) {
+	var ga, gb float64
+	synctest.Test(t, func(t *testing.T) {
+		n := path(t, seed, bottleneck(10_000_000, 42, 25*time.Millisecond), []netem.Impairment{&netem.Delay{Delay: 25 * time.Millisecond}})
+		defer n.Close()
+		rng := rand.New(rand.NewPCG(seed, 0))
+		var wg sync.WaitGroup
+		var g [2]float64
+		for i, cc := range []string{a, b} {
+			wait := time.Duration(rng.Int64N(int64(500 * time.Millisecond)))
+			wg.Go(func() {
+				time.Sleep(wait)
+				f := startFlow(t, n, 5000+uint16(i), Config{Congestion: cc})
+				defer f.close()
+				f.fetchFor(t, refSeconds*time.Second)
+				g[i] = f.goodput(refWarmup, refSeconds)
+			})
+		}
+		wg.Wait()
+		ga, gb = g[0], g[1]
+	})
+	return ga, gb
+}
+
+func TestReferenceCases(t *testing.T) {
+	pairs := [][2]string{{CUBIC, CUBIC}, {Reno, Reno}, {CUBIC, Reno}}
+	for _, p := range pairs {
+		var sa, sb float64
+		for seed := uint64(1); seed <= refRuns; seed++ {
+			a, b := refShare(t, seed, p[0], p[1])
+			t.Logf("run %d: %s %.2f, %s %.2f Mbit/s (sum %.2f)", seed, p[0], a/1e6, p[1], b/1e6, (a+b)/1e6)
+			require.InDelta(t, 9.78e6, a+b, 0.05*9.78e6, "the link stays full")
+			sa, sb = sa+a, sb+b
+		}
+		t.Logf("%s against %s: mean %.2f and %.2f Mbit/s", p[0], p[1], sa/refRuns/1e6, sb/refRuns/1e6)
+	}
+	var sum float64
+	for seed := uint64(1); seed <= refRuns; seed++ {
+		var g float64
+		synctest.Test(t, func(t *testing.T) {
+			n := path(t, seed, netem.DocumentedBadLink(), netem.DocumentedBadLink())
+			defer n.Close()
+			f := startFlow(t, n, 5000, Config{Congestion: Reno})
+			defer f.close()
+			f.fetchFor(t, refSeconds*time.Second)
+			g = f.goodput(refWarmup, refSeconds)
+		})
+		t.Logf("run %d: reno on the bad link %.2f Mbit/s", seed, g/1e6)
+		require.Positive(t, g)
+		sum += g
+	}
+	t.Logf("reno on the bad link: mean %.2f Mbit/s", sum/refRuns/1e6)
+}
