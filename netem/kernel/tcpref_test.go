@@ -5,7 +5,9 @@ package kernel
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +42,7 @@ func TestReferenceCases(t *testing.T) {
 	require.NoError(t, err, "LAB_TCPREF_SECONDS")
 	d := time.Duration(n) * time.Second
 	requireKernel(t, controllers...)
-	const runs = 3
+	const runs uint64 = 3
 	pair := func(a, b string) {
 		for seed := uint64(1); seed <= runs; seed++ {
 			p := newPair(t, Config{
@@ -67,14 +69,43 @@ func TestReferenceCases(t *testing.T) {
 		}
 	})
 	t.Run("cubic against reno", func(t *testing.T) { pair("cubic", "reno") })
-	t.Run("reno on the bad link", func(t *testing.T) {
-		for seed := uint64(1); seed <= runs; seed++ {
-			p := badLinkPair(t, seed)
-			res, err := Bulk(context.Background(), p, "reno", d)
-			require.NoError(t, err)
-			t.Logf("run %d: reno %.2f Mbit/s, retransmits %d of %d segments, RTT %v (min %v)",
-				seed, res.Goodput/1e6, res.Retransmits, res.SegmentsOut, res.RTT.Round(time.Millisecond), res.MinRTT.Round(time.Millisecond))
-			require.NoError(t, p.Close())
+	for _, quick := range []bool{false, true} {
+		name := "reno on the bad link"
+		if quick {
+			name += ", every segment acknowledged"
 		}
-	})
+		t.Run(name, func(t *testing.T) { renoAlone(t, d, runs, quick) })
+	}
+}
+
+// renoAlone runs one Reno flow on the documented bad link; quick turns the
+// receiver's delayed acknowledgements off (its routes' quickack).
+func renoAlone(t *testing.T, d time.Duration, runs uint64, quick bool) {
+	for seed := uint64(1); seed <= runs; seed++ {
+		p := badLinkPair(t, seed)
+		if quick {
+			quickAck(t, p.NamespaceB())
+		}
+		res, err := Bulk(context.Background(), p, "reno", d)
+		require.NoError(t, err)
+		_, ba := p.Stats()
+		t.Logf("run %d: reno %.2f Mbit/s, retransmits %d of %d segments, %d ACKs, RTT %v (min %v)",
+			seed, res.Goodput/1e6, res.Retransmits, res.SegmentsOut, ba.Offered.Packets, res.RTT.Round(time.Millisecond), res.MinRTT.Round(time.Millisecond))
+		require.NoError(t, p.Close())
+	}
+}
+
+// quickAck sets quickack on every route of namespace ns: its TCP sends
+// an ACK for every segment.
+func quickAck(t *testing.T, ns string) {
+	t.Helper()
+	ip, err := ipCommand()
+	require.NoError(t, err)
+	out, err := exec.Command(ip, "-n", ns, "route", "show").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, r := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		args := append([]string{"-n", ns, "route", "change"}, strings.Fields(r)...)
+		out, err := exec.Command(ip, append(args, "quickack", "1")...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
 }
