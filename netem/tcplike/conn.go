@@ -204,6 +204,16 @@ type fetch struct {
 
 	expected int64      // the next segment in order
 	ranges   [][2]int64 // received above expected, sorted, disjoint
+	// Delayed acknowledgements: unacked counts the segments received in
+	// order since the last ACK, ackTS is the first one's timestamp (the
+	// one the ACK echoes), quick the ACKs still sent at once; ackTimer
+	// sends a held ACK after DelayedAck, ackGen tells its expiry from an
+	// older timer's.
+	unacked  int
+	ackTS    int64
+	quick    int
+	ackTimer *time.Timer
+	ackGen   int
 	res      FetchResult
 	echo     int64 // the server's clock from the SYN-ACK, echoed
 	state    int   // fetchSYN, fetchReq, fetchData
@@ -234,7 +244,7 @@ func (c *Client) Fetch(ctx context.Context, server net.Addr, size int64, deliver
 		return FetchResult{}, net.ErrClosed
 	}
 	c.nextID++
-	f := &fetch{c: c, id: c.nextID, server: server, size: size, total: -1, delivered: delivered, done: make(chan struct{})}
+	f := &fetch{c: c, id: c.nextID, server: server, size: size, total: -1, delivered: delivered, done: make(chan struct{}), quick: maxQuickAcks}
 	if size > 0 {
 		f.total = (size + MSS - 1) / MSS
 	}
@@ -308,6 +318,11 @@ func (f *fetch) stop() {
 	if f.timer != nil {
 		f.timer.Stop()
 	}
+	if f.ackTimer != nil {
+		f.ackTimer.Stop()
+		f.ackTimer = nil
+		f.ackGen++
+	}
 	if !f.finished {
 		f.finished = true
 		close(f.done)
@@ -357,19 +372,41 @@ func (f *fetch) handle(now time.Time, seg segment) {
 	}
 }
 
-// data takes a data segment and acknowledges it at once, with the SACK
-// blocks of what arrived above the hole: the block holding this segment
-// first, then the highest others (RFC 2018).
+// Delayed acknowledgements, as Linux's receiver sends them (RFC 1122
+// 4.2.3.2, RFC 5681 4.2).
+const (
+	// DelayedAck is how long an ACK for a single segment is held:
+	// Linux's delayed-ACK timeout for a bulk receiver, TCP_ATO_MIN
+	// (segments arriving closer together than it keep it there).
+	DelayedAck = 40 * time.Millisecond
+	// ackEvery: an ACK goes out once this many segments arrived in order
+	// since the last one (Linux's: more than one full-sized segment).
+	ackEvery = 2
+	// maxQuickAcks: a connection's first segments, and those after a
+	// duplicate, are acknowledged at once (Linux's quick-ACK mode,
+	// TCP_MAX_QUICKACKS).
+	maxQuickAcks = 16
+)
+
+// data takes a data segment and acknowledges it, with the SACK blocks of
+// what arrived above the hole: the block holding this segment first, then
+// the highest others (RFC 2018). A segment in order with no hole is
+// acknowledged with the next one, or after DelayedAck; one out of order,
+// one that fills a hole, a duplicate, the quick ACKs and the fetch's last
+// segment at once.
 func (f *fetch) data(now time.Time, seg segment) {
 	n := seg.seq
 	if f.total >= 0 && n >= f.total {
 		return
 	}
 	var first int = -1
+	atOnce := false // acknowledge at once
 	switch {
 	case n == f.expected:
 		got := int64(seg.length)
 		f.expected++
+		// A segment that fills (part of) a hole.
+		atOnce = len(f.ranges) > 0
 		for len(f.ranges) > 0 && f.ranges[0][0] == f.expected {
 			// The hole is filled: everything up to the range's end
 			// arrives in order now.
@@ -383,7 +420,42 @@ func (f *fetch) data(now time.Time, seg segment) {
 		f.deliver(now, got)
 	case n > f.expected:
 		first = f.insert(n)
+		atOnce = true
+	default:
+		// A duplicate: the sender retransmitted what arrived.
+		atOnce = true
+		f.quick = maxQuickAcks
 	}
+	if f.unacked == 0 {
+		f.ackTS = seg.ts
+	}
+	f.unacked++
+	last := f.total >= 0 && f.expected >= f.total
+	if atOnce || last || f.quick > 0 || f.unacked >= ackEvery {
+		f.quick = max(0, f.quick-f.unacked)
+		f.ack(first)
+	} else if f.ackTimer == nil {
+		f.ackGen++
+		gen := f.ackGen
+		f.ackTimer = time.AfterFunc(DelayedAck, func() {
+			f.c.mu.Lock()
+			defer f.c.mu.Unlock()
+			if f.c.closed || gen != f.ackGen || f.unacked == 0 {
+				return
+			}
+			f.ack(-1)
+		})
+	}
+	if last && !f.finished {
+		f.res.Done = now
+		f.stop()
+	}
+}
+
+// ack sends the acknowledgement of what arrived, with the SACK block at
+// index first (-1: none) before the highest others, echoing the timestamp
+// of the first segment it acknowledges, and cancels a held one.
+func (f *fetch) ack(first int) {
 	blocks := make([][2]int64, 0, maxSACK)
 	if first >= 0 {
 		blocks = append(blocks, f.ranges[first])
@@ -393,10 +465,12 @@ func (f *fetch) data(now time.Time, seg segment) {
 			blocks = append(blocks, f.ranges[i])
 		}
 	}
-	f.c.write(f.server, segment{typ: typeAck, conn: f.id, seq: f.expected, ts: seg.ts, blocks: blocks}, ackSize(len(blocks)))
-	if f.total >= 0 && f.expected >= f.total && !f.finished {
-		f.res.Done = now
-		f.stop()
+	f.c.write(f.server, segment{typ: typeAck, conn: f.id, seq: f.expected, ts: f.ackTS, blocks: blocks}, ackSize(len(blocks)))
+	f.unacked = 0
+	if f.ackTimer != nil {
+		f.ackTimer.Stop()
+		f.ackTimer = nil
+		f.ackGen++
 	}
 }
 

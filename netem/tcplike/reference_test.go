@@ -27,29 +27,30 @@ const (
 	refWarmup  = 2
 )
 
-// refShare runs two flows on the shared link and returns their goodputs.
-func refShare(t *testing.T, seed uint64, a, b string) (float64, float64) {
-	var ga, gb float64
+// share runs flows of controllers a and b for seconds on a 10 Mbit/s
+// link with a queue of packets and delay one way, each starting at a
+// random time in its first half second (drawn from seed), and returns
+// their goodputs after warmup seconds.
+func share(t *testing.T, seed uint64, packets int, delay time.Duration, seconds, warmup int, a, b string) (float64, float64) {
+	var g [2]float64
 	synctest.Test(t, func(t *testing.T) {
-		n := path(t, seed, bottleneck(10_000_000, 42, 25*time.Millisecond), []netem.Impairment{&netem.Delay{Delay: 25 * time.Millisecond}})
+		n := path(t, seed, bottleneck(10_000_000, packets, delay), []netem.Impairment{&netem.Delay{Delay: delay}})
 		defer n.Close()
 		rng := rand.New(rand.NewPCG(seed, 0))
 		var wg sync.WaitGroup
-		var g [2]float64
 		for i, cc := range []string{a, b} {
 			wait := time.Duration(rng.Int64N(int64(500 * time.Millisecond)))
 			wg.Go(func() {
 				time.Sleep(wait)
 				f := startFlow(t, n, 5000+uint16(i), Config{Congestion: cc})
 				defer f.close()
-				f.fetchFor(t, refSeconds*time.Second)
-				g[i] = f.goodput(refWarmup, refSeconds)
+				f.fetchFor(t, time.Duration(seconds)*time.Second)
+				g[i] = f.goodput(warmup, seconds)
 			})
 		}
 		wg.Wait()
-		ga, gb = g[0], g[1]
 	})
-	return ga, gb
+	return g[0], g[1]
 }
 
 func TestReferenceCases(t *testing.T) {
@@ -57,7 +58,7 @@ func TestReferenceCases(t *testing.T) {
 	for _, p := range pairs {
 		var sa, sb float64
 		for seed := uint64(1); seed <= refRuns; seed++ {
-			a, b := refShare(t, seed, p[0], p[1])
+			a, b := share(t, seed, 42, 25*time.Millisecond, refSeconds, refWarmup, p[0], p[1])
 			t.Logf("run %d: %s %.2f, %s %.2f Mbit/s (sum %.2f)", seed, p[0], a/1e6, p[1], b/1e6, (a+b)/1e6)
 			require.InDelta(t, 9.78e6, a+b, 0.05*9.78e6, "the link stays full")
 			sa, sb = sa+a, sb+b

@@ -4,24 +4,25 @@
 // (a number of bytes, or as much as it can until it is closed) in
 // MSS-sized segments carried as datagrams, under a congestion window grown
 // and cut by Reno (RFC 5681) or CUBIC (RFC 9438, with Linux's HyStart
-// leaving slow start on a delay increase); the client acknowledges every
-// segment with a cumulative acknowledgement and up to three SACK blocks
-// (RFC 2018). Loss is found as RFC 6675 finds it (three segments above a
-// hole SACKed), recovered in one fast recovery per window, and by a
+// leaving slow start on a delay increase); the client acknowledges with a
+// cumulative acknowledgement and up to three SACK blocks (RFC 2018), every
+// second segment or 40 ms after a single one, as Linux's receiver does
+// (its first 16 segments, one out of order and one filling a hole at
+// once). Loss is found as RFC 6675 finds it (three segments above a hole
+// SACKed), recovered in one fast recovery per window, and by a
 // retransmission timeout after RFC 6298 (200 ms at least, as Linux). The
 // datagrams weigh what the segments would in IP packets without the IP
 // header, the part a datagram's UDP/IP headers leave out too: 32 bytes of
 // TCP header (with timestamps) and the payload, 40-byte SYNs.
 //
 // What it leaves out of kernel TCP, and so of what a bulk flow over it
-// shows: delayed acknowledgements (every segment is acknowledged at once),
-// pacing, proportional rate reduction (the window drops to its new size at
-// once on a loss), RACK's time-based loss detection and tail loss probes,
-// window scaling and receive-buffer autotuning (a fixed receive window,
-// Config.ReceiveWindow), the slow-start restart after idle, ECN, and BBR,
-// which needs the kernel (the lab's kernel mode). It is a model to put a
-// TCP-like load on the lab's links, not an implementation of TCP; where a
-// test needs real TCP, the kernel mode runs it.
+// shows: pacing, proportional rate reduction (the window drops to its new
+// size at once on a loss), RACK's time-based loss detection and tail loss
+// probes, window scaling and receive-buffer autotuning (a fixed receive
+// window, Config.ReceiveWindow), the slow-start restart after idle, ECN,
+// and BBR, which needs the kernel (the lab's kernel mode). It is a model to
+// put a TCP-like load on the lab's links, not an implementation of TCP;
+// where a test needs real TCP, the kernel mode runs it.
 package tcplike
 
 import (

@@ -150,36 +150,31 @@ func TestFetchDeliversEverythingThroughLoss(t *testing.T) {
 
 // Two flows of the same controller share a bottleneck about equally
 // (Jain's index over their goodputs near 1), and CUBIC takes more than
-// Reno from a shared deep queue, as it does in the kernel.
+// Reno from a shared deep queue, as it does in the kernel. Each figure is
+// the mean of three runs whose flows start at other times: one run's
+// split moves with where the losses fall (two CUBIC flows started
+// together split 7.1/2.6 Mbit/s; started apart, 4.5/5.1 to 5.0/4.7).
 func TestFlowsShare(t *testing.T) {
-	share := func(t *testing.T, a, b string) (float64, float64) {
-		var ga, gb float64
-		synctest.Test(t, func(t *testing.T) {
-			n := path(t, 1, bottleneck(10_000_000, 200, 15*time.Millisecond), []netem.Impairment{&netem.Delay{Delay: 15 * time.Millisecond}})
-			defer n.Close()
-			fa := startFlow(t, n, 5000, Config{Congestion: a})
-			defer fa.close()
-			fb := startFlow(t, n, 5001, Config{Congestion: b})
-			defer fb.close()
-			var wg sync.WaitGroup
-			wg.Go(func() { fa.fetchFor(t, 60*time.Second) })
-			wg.Go(func() { fb.fetchFor(t, 60*time.Second) })
-			wg.Wait()
-			ga, gb = fa.goodput(10, 60), fb.goodput(10, 60)
-		})
-		t.Logf("%s %.2f Mbit/s, %s %.2f Mbit/s over [10 s, 60 s)", a, ga/1e6, b, gb/1e6)
-		return ga, gb
+	const runs = 3
+	mean := func(t *testing.T, a, b string) (float64, float64) {
+		var sa, sb float64
+		for seed := uint64(1); seed <= runs; seed++ {
+			ga, gb := share(t, seed, 200, 15*time.Millisecond, 60, 10, a, b)
+			require.InDelta(t, 9.78e6, ga+gb, 0.04*9.78e6)
+			sa, sb = sa+ga, sb+gb
+		}
+		t.Logf("%s %.2f Mbit/s, %s %.2f Mbit/s over [10 s, 60 s), the mean of %d runs", a, sa/runs/1e6, b, sb/runs/1e6, runs)
+		return sa / runs, sb / runs
 	}
 	t.Run("same", func(t *testing.T) {
 		for _, cc := range Controllers {
-			a, b := share(t, cc, cc)
+			a, b := mean(t, cc, cc)
 			jain := (a + b) * (a + b) / (2 * (a*a + b*b))
 			require.Greater(t, jain, 0.95, "%s: %.2f and %.2f Mbit/s", cc, a/1e6, b/1e6)
-			require.InDelta(t, 9.78e6, a+b, 0.04*9.78e6)
 		}
 	})
 	t.Run("cubic against reno", func(t *testing.T) {
-		c, r := share(t, CUBIC, Reno)
+		c, r := mean(t, CUBIC, Reno)
 		require.Greater(t, c, r, "cubic %.2f, reno %.2f Mbit/s", c/1e6, r/1e6)
 	})
 }
