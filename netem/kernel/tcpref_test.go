@@ -22,11 +22,11 @@ import (
 // one controller, then CUBIC against Reno, on 10 Mbit/s with 25 ms one
 // way and a queue of about a bandwidth-delay product (42 packets); and
 // one Reno flow alone on the documented bad link (5 Mbit/s, 25 ms, 1%
-// loss both ways), where delayed acknowledgements slow its window's
-// growth. The same cases run on the model in netem/tcplike's
+// loss both ways), with the receiver's delayed acknowledgements and again
+// without them. The same cases run on the model in netem/tcplike's
 // TestReferenceCases and in ns-3 (testdata/ns3). They are measurements
-// for the docs, minutes of real time, so they run only when
-// LAB_TCPREF_SECONDS gives each flow's length.
+// for the docs, about 10 minutes of real time for 30 s flows, so they run
+// only when LAB_TCPREF_SECONDS gives each flow's length.
 
 // refShared is the shared link of the two-flow cases.
 func refShared() []netem.Impairment {
