@@ -148,7 +148,12 @@ func (c *codelState) empty(p *CoDelParams) {
 // dequeue decides whether the packet taken from the queue at now, after
 // waiting sojourn, is dropped. It follows the RFC's dequeue routine one packet
 // at a time; pending carries where that routine was between packets.
-func (c *codelState) dequeue(p *CoDelParams, now time.Time, sojourn time.Duration) (drop bool) {
+//
+// When the packet is ECN-capable (ecn), a drop becomes a CE mark, as Linux's
+// CoDel does and RFC 8290 section 5 asks: the mark counts for the control
+// law as the drop would, and since the packet is sent rather than dropped,
+// the routine returns it at once instead of looking at the next packet.
+func (c *codelState) dequeue(p *CoDelParams, now time.Time, sojourn time.Duration, ecn bool) (drop, mark bool) {
 	ok := c.check(p, now, sojourn)
 	switch c.pending {
 	case codelInLoop:
@@ -157,38 +162,51 @@ func (c *codelState) dequeue(p *CoDelParams, now time.Time, sojourn time.Duratio
 		if !ok {
 			c.dropping = false
 			c.pending = codelIdle
-			return false
+			return false, false
 		}
 		c.dropNext = c.controlLaw(c.dropNext, p)
 		if !now.Before(c.dropNext) {
 			c.count++
-			return true // still codelInLoop
+			if ecn {
+				c.dropNext = c.controlLaw(c.dropNext, p)
+				c.pending = codelIdle
+				return false, true
+			}
+			return true, false // still codelInLoop
 		}
 		c.pending = codelIdle
-		return false
+		return false, false
 	case codelEntering:
 		// The packet after the drop that entered the drop state is sent;
 		// its check above only updated the above-target timer.
 		c.enter(p, c.pendingAt)
 		c.pending = codelIdle
-		return false
+		return false, false
 	}
 	if c.dropping {
 		if !ok {
 			c.dropping = false // sojourn time went below target
-			return false
+			return false, false
 		}
 		if !now.Before(c.dropNext) {
 			c.count++
+			if ecn {
+				c.dropNext = c.controlLaw(c.dropNext, p)
+				return false, true
+			}
 			c.pending = codelInLoop
-			return true
+			return true, false
 		}
-		return false
+		return false, false
 	}
 	if ok {
+		if ecn {
+			c.enter(p, now)
+			return false, true
+		}
 		c.pending = codelEntering
 		c.pendingAt = now
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }

@@ -60,6 +60,10 @@ type Verdict struct {
 	// Queued is the time the packet waited in a queue (bottleneck stage),
 	// kept in the link's counters.
 	Queued time.Duration
+	// Marked says the impairment set the packet's ECN field to CE (an
+	// active queue signalling congestion to an ECN-capable transport
+	// instead of dropping), kept in the link's counters.
+	Marked bool
 }
 
 // Impairment is one way a link degrades packets. Apply is called once per

@@ -22,6 +22,37 @@ type Packet struct {
 	Duplicate bool
 	// Corrupted marks a packet whose payload the corrupt impairment changed.
 	Corrupted bool
+	// ECN is the packet's two ECN bits (RFC 3168) as its sender set them; a
+	// queue that marks congestion sets them to CE on the way.
+	ECN ECN
+}
+
+// ECN is the ECN field of an IP header (RFC 3168, section 5).
+type ECN uint8
+
+// The four codepoints of the ECN field.
+const (
+	NotECT ECN = 0b00 // the transport does not understand ECN
+	ECT1   ECN = 0b01 // ECN-capable, L4S (RFC 9331)
+	ECT0   ECN = 0b10 // ECN-capable, classic (RFC 3168)
+	CE     ECN = 0b11 // congestion experienced
+)
+
+// Capable reports whether a queue may mark the packet instead of dropping it.
+func (e ECN) Capable() bool { return e != NotECT }
+
+func (e ECN) String() string {
+	switch e {
+	case NotECT:
+		return "not-ect"
+	case ECT1:
+		return "ect1"
+	case ECT0:
+		return "ect0"
+	case CE:
+		return "ce"
+	}
+	return "ecn?"
 }
 
 // Size is the packet's length in bytes as the link accounts for it.

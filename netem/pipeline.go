@@ -129,6 +129,9 @@ func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Deli
 		if s.imp.Stage() == StageBottleneck {
 			pl.stats.Queued.add(v.Queued)
 		}
+		if v.Marked {
+			pl.stats.Marked.add(p)
+		}
 		// A copy is taken here, as tc netem does, so impairments after this
 		// one (a corrupt, say) treat it independently of the original.
 		for range v.Duplicates {

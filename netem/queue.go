@@ -110,12 +110,14 @@ func (q *fifo) purge(now time.Time) {
 	}
 }
 
-// offer decides the fate of a packet of size bytes arriving at a, which the
-// server carries as wire bytes (size plus overhead): tail drop by the limits,
-// then the wait for the server, then CoDel at the instant the packet would be
-// taken from the queue. A packet CoDel drops takes no service, so the server
-// is only committed for packets that are sent.
-func (q *fifo) offer(lim *QueueLimit, a time.Time, size, wire int, srv bottleneckServer) Verdict {
+// offer decides the fate of packet p arriving at a, which the server carries
+// as wire bytes (its size plus overhead): tail drop by the limits, then the
+// wait for the server, then CoDel at the instant the packet would be taken
+// from the queue. A packet CoDel drops takes no service, so the server is
+// only committed for packets that are sent. Where CoDel would drop an
+// ECN-capable packet it marks it CE instead, and the packet is sent.
+func (q *fifo) offer(lim *QueueLimit, p *Packet, a time.Time, wire int, srv bottleneckServer, env *Env) Verdict {
+	size := p.Size()
 	q.purge(a)
 	if lim.CoDel != nil && !a.Before(q.nextDeq) {
 		// The server found the queue empty at its last attempt to take a
@@ -134,16 +136,24 @@ func (q *fifo) offer(lim *QueueLimit, a time.Time, size, wire int, srv bottlenec
 	if lim.Delay > 0 && wait > lim.Delay {
 		return Verdict{Drop: DropQueue}
 	}
-	if lim.CoDel != nil && q.codel.dequeue(lim.CoDel, s, wait) {
-		q.push(queued{arrive: a, leave: s, size: size})
-		q.nextDeq = s
-		return Verdict{Drop: DropCoDel}
+	marked := false
+	if lim.CoDel != nil {
+		drop, mark := q.codel.dequeue(lim.CoDel, s, wait, p.ECN.Capable())
+		if drop {
+			q.push(queued{arrive: a, leave: s, size: size})
+			q.nextDeq = s
+			return Verdict{Drop: DropCoDel}
+		}
+		if mark {
+			p.ECN = CE
+			marked = true
+		}
 	}
 	f := srv.serve(s, wire)
 	q.push(queued{arrive: a, leave: f, size: size})
 	q.nextDeq = srv.ready()
 	q.lastFinish = f
-	return Verdict{At: f, Queued: wait}
+	return Verdict{At: f, Queued: wait, Marked: marked}
 }
 
 func (q *fifo) push(e queued) {

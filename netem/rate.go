@@ -58,9 +58,9 @@ func (r *Rate) Validate() error {
 }
 
 // Apply implements Impairment.
-func (r *Rate) Apply(p *Packet, at time.Time, _ *Env) Verdict {
+func (r *Rate) Apply(p *Packet, at time.Time, env *Env) Verdict {
 	r.srv.bps = r.Rate
-	return r.q.offer(&r.Queue, at, p.Size(), p.Size()+r.Overhead, &r.srv)
+	return r.q.offer(&r.Queue, p, at, p.Size()+r.Overhead, &r.srv, env)
 }
 
 // Inherit takes over the queue of the Rate this one replaces, so that a rate

@@ -49,6 +49,9 @@ type Stats struct {
 	Dropped map[DropReason]Counter
 	// Duplicated and Corrupted count the copies made and the payloads changed.
 	Duplicated, Corrupted uint64
+	// Marked counts the packets a queue marked CE instead of dropping them
+	// (ECN); they are delivered, and counted in Delivered too.
+	Marked Counter
 	// Queued is the waiting time in the bottleneck queue.
 	Queued QueueStats
 	// Backlog is what waits in the bottleneck queue now.

@@ -136,7 +136,7 @@ func (t *TraceLink) Apply(p *Packet, at time.Time, env *Env) Verdict {
 			return Verdict{Drop: DropOutage}
 		}
 	}
-	return t.q.offer(&t.Queue, at, p.Size(), wire, &t.srv)
+	return t.q.offer(&t.Queue, p, at, wire, &t.srv, env)
 }
 
 // Inherit takes over the queue of the TraceLink this one replaces and, when
