@@ -105,6 +105,7 @@ const (
 	DropLoss    DropReason = "loss"     // random loss (Bernoulli or Gilbert-Elliott)
 	DropQueue   DropReason = "queue"    // tail drop: the bottleneck queue was full
 	DropCoDel   DropReason = "codel"    // dropped by CoDel at dequeue
+	DropPIE     DropReason = "pie"      // dropped by PIE on arrival
 	DropOutage  DropReason = "outage"   // sent during a blackout window
 	DropBlocked DropReason = "blocked"  // the path blocks UDP
 	DropClosed  DropReason = "closed"   // still in flight when the link closed

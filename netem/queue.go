@@ -26,6 +26,9 @@ type QueueLimit struct {
 	// CoDel, when set, adds CoDel active queue management (RFC 8289) on top
 	// of the limits above.
 	CoDel *CoDelParams
+	// PIE, when set, adds PIE active queue management (RFC 8033) on top of
+	// the limits above. At most one of CoDel and PIE.
+	PIE *PIEParams
 }
 
 // Validate refuses negative limits and CoDel parameters that make no sense.
@@ -43,6 +46,14 @@ func (l *QueueLimit) Validate() error {
 	if l.CoDel != nil {
 		if err := l.CoDel.Validate(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if l.PIE != nil {
+		if err := l.PIE.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if l.CoDel != nil {
+			errs = append(errs, errors.New("a queue has CoDel or PIE, not both"))
 		}
 	}
 	return errors.Join(errs...)
@@ -89,6 +100,7 @@ type fifo struct {
 	// different server taking over the queue starts after it.
 	lastFinish time.Time
 	codel      codelState
+	pie        pieState
 }
 
 // purge forgets the packets that have left by now.
@@ -131,12 +143,23 @@ func (q *fifo) offer(lim *QueueLimit, p *Packet, a time.Time, wire int, srv bott
 	if lim.Bytes > 0 && q.bytes+size > lim.Bytes {
 		return Verdict{Drop: DropQueue}
 	}
+	marked := false
+	if lim.PIE != nil {
+		q.pie.tick(lim.PIE, env.Epoch, a, q.drain)
+		drop, mark := q.pie.decide(lim.PIE, q.bytes, p.ECN.Capable(), env.Rand)
+		if drop {
+			return Verdict{Drop: DropPIE}
+		}
+		if mark {
+			p.ECN = CE
+			marked = true
+		}
+	}
 	s := srv.start(a)
 	wait := s.Sub(a)
 	if lim.Delay > 0 && wait > lim.Delay {
 		return Verdict{Drop: DropQueue}
 	}
-	marked := false
 	if lim.CoDel != nil {
 		drop, mark := q.codel.dequeue(lim.CoDel, s, wait, p.ECN.Capable())
 		if drop {
@@ -154,6 +177,12 @@ func (q *fifo) offer(lim *QueueLimit, p *Packet, a time.Time, wire int, srv bott
 	q.nextDeq = srv.ready()
 	q.lastFinish = f
 	return Verdict{At: f, Queued: wait, Marked: marked}
+}
+
+// drain is the queue delay at t, no earlier than the last arrival: how long
+// the server takes to send what has arrived.
+func (q *fifo) drain(t time.Time) time.Duration {
+	return max(q.lastFinish.Sub(t), 0)
 }
 
 func (q *fifo) push(e queued) {
