@@ -65,7 +65,7 @@ func TestEveryKey(t *testing.T) {
 		Duration:    30 * time.Second,
 		Seed:        7,
 		Network: Network{
-			Up: []Phase{{Delay: 25 * time.Millisecond, Rate: 1_000_000}},
+			Up: []Phase{{Delay: 25 * time.Millisecond, Rate: 1_000_000, Queue: Queue{PIE: true}}},
 			Down: []Phase{
 				{
 					Delay:     25 * time.Millisecond,

@@ -255,6 +255,8 @@ type Queue struct {
 	Delay time.Duration `yaml:"delay" format:",positive" hint:" (leave delay out for no limit)"`
 	// CoDel manages the queue with CoDel instead of drop-tail.
 	CoDel bool `yaml:"codel"`
+	// PIE manages the queue with PIE (RFC 8033) instead of drop-tail.
+	PIE bool `yaml:"pie"`
 }
 
 // Spikes are extra delays every few seconds (finding N14).

@@ -187,6 +187,9 @@ func (v validator) network(dir string, phases []Phase) {
 		if q.Bytes < 0 || q.Packets < 0 || q.Delay < 0 {
 			v.rep(p+".queue", nil, "negative queue limit: expected limits above 0 (leave one out for no limit)")
 		}
+		if q.CoDel && q.PIE {
+			v.rep(p+".queue.pie", []string{p + ".queue.codel"}, "codel and pie together: a queue has one active queue management; expected one or the other")
+		}
 		if q != (Queue{}) && !bottleneck {
 			v.rep(p+".queue", []string{p + ".rate", p + ".trace"}, "queue without rate or trace: a queue forms only at a bottleneck")
 		}

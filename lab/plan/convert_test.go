@@ -420,3 +420,12 @@ func TestTraceCapacityCountsOpportunities(t *testing.T) {
 	require.Equal(t, time.Second, capped)
 	require.Equal(t, float64(399*netem.TraceMTU*8), bits)
 }
+
+func TestConvertPIEQueue(t *testing.T) {
+	sc := &scenarios.Scenario{Name: "net", Seed: 3, Duration: 30 * time.Second,
+		Network: scenarios.Network{Up: []scenarios.Phase{{Rate: 1_000_000, Queue: scenarios.Queue{Packets: 100, PIE: true}}}}}
+	p, err := Convert(sc)
+	require.NoError(t, err)
+	require.Equal(t, netem.QueueLimit{Packets: 100, PIE: &netem.PIEParams{}}, find[*netem.Rate](t, p.Uplink).Queue)
+	require.Contains(t, p.Network.Up[0].Description, "queue 100 packets PIE")
+}

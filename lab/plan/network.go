@@ -77,6 +77,9 @@ func convertPhase(where, file string, ph scenarios.Phase, traces map[string]*net
 	if ph.Queue.CoDel {
 		q.CoDel = &netem.CoDelParams{} // RFC 8289's defaults
 	}
+	if ph.Queue.PIE {
+		q.PIE = &netem.PIEParams{} // RFC 8033's defaults
+	}
 	switch {
 	case ph.Trace != nil:
 		tr, err := loadTrace(file, ph.Trace.File, traces)
@@ -185,6 +188,9 @@ func DescribePhase(ph scenarios.Phase) string {
 		}
 		if q.CoDel {
 			lim = append(lim, "CoDel")
+		}
+		if q.PIE {
+			lim = append(lim, "PIE")
 		}
 		add("queue %s", strings.Join(lim, " "))
 	}
