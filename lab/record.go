@@ -188,6 +188,7 @@ func LinkTotal(from, to netem.Stats) result.LinkTotal {
 		DeliveredPackets: to.Delivered.Packets - from.Delivered.Packets,
 		DeliveredBytes:   to.Delivered.Bytes - from.Delivered.Bytes,
 		Dropped:          map[string]uint64{},
+		Marked:           to.Marked.Packets - from.Marked.Packets,
 		QueueMax:         to.Queued.Max,
 	}
 	for reason, c := range to.Dropped {

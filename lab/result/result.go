@@ -331,6 +331,9 @@ type LinkTotal struct {
 	DeliveredPackets uint64            `json:"delivered_packets"`
 	DeliveredBytes   uint64            `json:"delivered_bytes"`
 	Dropped          map[string]uint64 `json:"dropped"` // packets, by reason
+	// Marked counts the packets the bottleneck's queue marked CE instead of
+	// dropping them (ECN); they are delivered.
+	Marked uint64 `json:"marked_packets,omitempty"`
 	// QueueMean is the mean wait in the bottleneck's queue of the packets
 	// of the session; QueueMax the longest since the link was made.
 	QueueMean time.Duration `json:"queue_mean_ns"`
