@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nuvirahub/latencylab/netem/internal/wait"
@@ -418,6 +419,8 @@ type PacketConn struct {
 	recvLimit   int // bytes; 0 means recvBufferBytes
 	dropped     Counter
 	closed      bool
+
+	ecn atomic.Uint32 // the ECN codepoint of what c sends
 }
 
 var _ net.PacketConn = (*PacketConn)(nil)
@@ -429,11 +432,23 @@ var errTimeout error = os.ErrDeadlineExceeded
 // ReadFrom implements net.PacketConn. A payload longer than b is truncated,
 // as with UDP.
 func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, from, _, err := c.ReadFromECN(b)
+	return n, from, err
+}
+
+// SetECN sets the ECN codepoint of the datagrams c sends from now on, as
+// setting IP_TOS on a socket does. The default is NotECT.
+func (c *PacketConn) SetECN(e ECN) { c.ecn.Store(uint32(e)) }
+
+// ReadFromECN is ReadFrom that also returns the datagram's ECN codepoint as
+// it arrived (CE if a queue on the way marked it), as IP_RECVTOS gives a
+// socket.
+func (c *PacketConn) ReadFromECN(b []byte) (int, net.Addr, ECN, error) {
 	c.mu.Lock()
 	for {
 		if c.closed {
 			c.mu.Unlock()
-			return 0, nil, c.opError("read", net.ErrClosed)
+			return 0, nil, NotECT, c.opError("read", net.ErrClosed)
 		}
 		if c.head < len(c.queue) {
 			p := c.queue[c.head]
@@ -446,13 +461,13 @@ func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 			}
 			c.queuedBytes -= p.Size()
 			c.mu.Unlock()
-			n, from := copy(b, p.Data), p.From
+			n, from, ecn := copy(b, p.Data), p.From, p.ECN
 			p.release()
-			return n, from, nil
+			return n, from, ecn, nil
 		}
 		if wait.Passed(c.deadline.Read) {
 			c.mu.Unlock()
-			return 0, nil, c.opError("read", errTimeout)
+			return 0, nil, NotECT, c.opError("read", errTimeout)
 		}
 		changed, deadline := c.changed.Wait(), c.deadline.Read
 		c.mu.Unlock()
@@ -481,6 +496,7 @@ func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		return 0, c.opError("write", errTimeout)
 	}
 	p := newPacket(b, c.addr, to)
+	p.ECN = ECN(c.ecn.Load())
 	if err := c.net.send(c.local.Addr(), to.AddrPort().Addr(), p); err != nil {
 		return 0, c.opError("write", err)
 	}

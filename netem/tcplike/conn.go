@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/nuvirahub/latencylab/netem"
 )
 
 // Server sends what clients ask for: each connection's request names a
@@ -23,6 +25,15 @@ type Server struct {
 	stats   SenderStats
 	scratch []byte
 	closed  bool
+	ecn     netem.ECN // what the conn's datagrams now carry
+}
+
+// ecnWriter is a PacketConn that sets the ECN field of what it sends.
+type ecnWriter interface{ SetECN(netem.ECN) }
+
+// ecnReader is a PacketConn that reports the ECN field of what it reads.
+type ecnReader interface {
+	ReadFromECN(b []byte) (int, net.Addr, netem.ECN, error)
 }
 
 type connKey struct {
@@ -85,6 +96,21 @@ func (s *Server) locked(f func(now time.Time)) {
 // failed write is a lost segment: the sender's timer recovers it, as
 // TCP's would.
 func (s *Server) write(c *serverConn, seg segment, size int) {
+	if w, ok := s.conn.(ecnWriter); ok {
+		want := netem.NotECT
+		if seg.typ == typeData {
+			switch s.cfg.ECN {
+			case ECNClassic:
+				want = netem.ECT0
+			case ECNL4S:
+				want = netem.ECT1
+			}
+		}
+		if want != s.ecn {
+			w.SetECN(want)
+			s.ecn = want
+		}
+	}
 	s.scratch = seg.encode(s.scratch, size)
 	_, _ = s.conn.WriteTo(s.scratch, c.peer)
 }
@@ -189,6 +215,8 @@ type FetchResult struct {
 	// Started is when the SYN left, FirstByte when the first payload
 	// arrived in order and Done when the last did (zero when it did not).
 	Started, FirstByte, Done time.Time
+	// Marked counts the data segments that arrived CE-marked.
+	Marked int64
 }
 
 // fetch is one connection as the client sees it.
@@ -331,8 +359,16 @@ func (f *fetch) stop() {
 
 func (c *Client) read() {
 	buf := make([]byte, 64<<10)
+	readECN, _ := c.conn.(ecnReader)
 	for {
-		n, _, err := c.conn.ReadFrom(buf)
+		var n int
+		var err error
+		ecn := netem.NotECT
+		if readECN != nil {
+			n, _, ecn, err = readECN.ReadFromECN(buf)
+		} else {
+			n, _, err = c.conn.ReadFrom(buf)
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -345,13 +381,13 @@ func (c *Client) read() {
 		}
 		c.mu.Lock()
 		if f := c.fetches[seg.conn]; f != nil && !c.closed {
-			f.handle(time.Now(), seg)
+			f.handle(time.Now(), seg, ecn == netem.CE)
 		}
 		c.mu.Unlock()
 	}
 }
 
-func (f *fetch) handle(now time.Time, seg segment) {
+func (f *fetch) handle(now time.Time, seg segment, ce bool) {
 	switch seg.typ {
 	case typeSYNACK:
 		if f.state == fetchSYN {
@@ -368,7 +404,7 @@ func (f *fetch) handle(now time.Time, seg segment) {
 				f.timer.Stop()
 			}
 		}
-		f.data(now, seg)
+		f.data(now, seg, ce)
 	}
 }
 
@@ -393,8 +429,11 @@ const (
 // the highest others (RFC 2018). A segment in order with no hole is
 // acknowledged with the next one, or after DelayedAck; one out of order,
 // one that fills a hole, a duplicate, the quick ACKs and the fetch's last
-// segment at once.
-func (f *fetch) data(now time.Time, seg segment) {
+// segment at once. ce says the segment arrived CE-marked: it is
+// acknowledged at once, and its acknowledgement echoes it (flagECE), so
+// that each echo stands for one marked segment (a DCTCP receiver's
+// immediate ACK on a change of the CE state, RFC 8257 3.2).
+func (f *fetch) data(now time.Time, seg segment, ce bool) {
 	n := seg.seq
 	if f.total >= 0 && n >= f.total {
 		return
@@ -430,10 +469,14 @@ func (f *fetch) data(now time.Time, seg segment) {
 		f.ackTS = seg.ts
 	}
 	f.unacked++
+	if ce {
+		f.res.Marked++
+		atOnce = true
+	}
 	last := f.total >= 0 && f.expected >= f.total
 	if atOnce || last || f.quick > 0 || f.unacked >= ackEvery {
 		f.quick = max(0, f.quick-f.unacked)
-		f.ack(first)
+		f.ack(first, ce)
 	} else if f.ackTimer == nil {
 		f.ackGen++
 		gen := f.ackGen
@@ -443,7 +486,7 @@ func (f *fetch) data(now time.Time, seg segment) {
 			if f.c.closed || gen != f.ackGen || f.unacked == 0 {
 				return
 			}
-			f.ack(-1)
+			f.ack(-1, false)
 		})
 	}
 	if last && !f.finished {
@@ -454,8 +497,9 @@ func (f *fetch) data(now time.Time, seg segment) {
 
 // ack sends the acknowledgement of what arrived, with the SACK block at
 // index first (-1: none) before the highest others, echoing the timestamp
-// of the first segment it acknowledges, and cancels a held one.
-func (f *fetch) ack(first int) {
+// of the first segment it acknowledges, and ECE when ece (a CE-marked
+// segment's acknowledgement), and cancels a held one.
+func (f *fetch) ack(first int, ece bool) {
 	blocks := make([][2]int64, 0, maxSACK)
 	if first >= 0 {
 		blocks = append(blocks, f.ranges[first])
@@ -465,7 +509,11 @@ func (f *fetch) ack(first int) {
 			blocks = append(blocks, f.ranges[i])
 		}
 	}
-	f.c.write(f.server, segment{typ: typeAck, conn: f.id, seq: f.expected, ts: f.ackTS, blocks: blocks}, ackSize(len(blocks)))
+	ack := segment{typ: typeAck, conn: f.id, seq: f.expected, ts: f.ackTS, blocks: blocks}
+	if ece {
+		ack.flags |= flagECE
+	}
+	f.c.write(f.server, ack, ackSize(len(blocks)))
 	f.unacked = 0
 	if f.ackTimer != nil {
 		f.ackTimer.Stop()

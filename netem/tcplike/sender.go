@@ -41,6 +41,10 @@ type sender struct {
 	fastRecovery bool
 	recoverPoint int64
 	guard        int64
+	// cwrPoint: an ECN echo cuts the window once per window; echoes of
+	// segments below it belong to a cut already made.
+	cwrPoint int64
+	dctcp    dctcp // ECNL4S's estimate of the fraction marked
 
 	srtt, rttvar, rto time.Duration
 	timer             *time.Timer
@@ -54,12 +58,14 @@ func newSender(srv *Server, c *serverConn, size int64) *sender {
 	if size > 0 {
 		s.total = (size + MSS - 1) / MSS
 	}
-	switch srv.cfg.Congestion {
-	case Reno:
+	switch {
+	case srv.cfg.Congestion == Reno || srv.cfg.ECN == ECNL4S:
+		// A scalable (DCTCP-like) flow grows as Reno does.
 		s.cc = &reno{}
 	default:
 		s.cc = &cubic{}
 	}
+	s.dctcp.alpha = 1 // RFC 8257: alpha starts at 1
 	return s
 }
 
@@ -195,10 +201,22 @@ func (s *sender) onAck(now time.Time, a segment) {
 	if s.fastRecovery && s.una >= s.recoverPoint {
 		s.fastRecovery = false
 	}
+	ce := a.flags&flagECE != 0
+	if ce {
+		s.srv.stats.Marked++
+	}
+	if s.cfg.ECN == ECNL4S {
+		s.dctcp.ack(s, acked, ce)
+	}
 	if newLoss {
 		s.srv.stats.Recoveries++
 		s.cc.onLoss(now, s)
 		s.fastRecovery, s.recoverPoint, s.guard = true, s.next, s.next
+		s.cwrPoint = s.next
+	} else if ce && !s.fastRecovery && s.una >= s.cwrPoint {
+		s.srv.stats.ECNCuts++
+		s.ecnCut(now)
+		s.cwrPoint = s.next
 	} else if acked > 0 && !s.fastRecovery {
 		if s.cwnd < s.ssthresh {
 			s.cwnd += float64(acked)
@@ -215,6 +233,45 @@ func (s *sender) onAck(now time.Time, a segment) {
 		s.arm()
 	}
 	s.transmit(now)
+}
+
+// ecnCut is the once-per-window answer to an ECN echo: classic ECN as a
+// loss (RFC 3168), L4S ECN by alpha/2 (RFC 8257).
+func (s *sender) ecnCut(now time.Time) {
+	if s.cfg.ECN == ECNL4S {
+		s.cwnd = max(s.cwnd*(1-s.dctcp.alpha/2), 2)
+		s.ssthresh = s.cwnd
+		return
+	}
+	s.cc.onLoss(now, s)
+}
+
+// dctcp keeps DCTCP's alpha (RFC 8257 section 3.3): over each window of
+// data, the fraction F of the segments acknowledged that were marked, and
+// alpha = (1-g)*alpha + g*F.
+type dctcp struct {
+	alpha         float64
+	acked, marked int
+	windowEnd     int64
+}
+
+// dctcpGain is g, RFC 8257's recommended 1/16.
+const dctcpGain = 1.0 / 16
+
+// ack counts an acknowledgement of acked segments, ce if it echoes a mark,
+// and ends the observation window once the cumulative acknowledgement
+// passed its end.
+func (d *dctcp) ack(s *sender, acked int, ce bool) {
+	d.acked += acked
+	if ce {
+		d.marked++
+	}
+	if s.una < d.windowEnd || d.acked == 0 {
+		return
+	}
+	f := min(float64(d.marked)/float64(d.acked), 1)
+	d.alpha = (1-dctcpGain)*d.alpha + dctcpGain*f
+	d.acked, d.marked, d.windowEnd = 0, 0, s.next
 }
 
 // sample updates the round-trip estimate and the timeout (RFC 6298).

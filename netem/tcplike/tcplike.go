@@ -15,12 +15,22 @@
 // header, the part a datagram's UDP/IP headers leave out too: 32 bytes of
 // TCP header (with timestamps) and the payload, 40-byte SYNs.
 //
+// A server may send ECN-capable segments (Config.ECN, over the in-memory
+// network's PacketConn): the client acknowledges each CE-marked segment at
+// once, echoing it (as a DCTCP receiver does when the CE state changes, so
+// that with delayed acknowledgements one echo still stands for one marked
+// segment), and the sender answers classic ECN as a
+// loss, once per window (RFC 3168), or L4S ECN with DCTCP's scalable
+// response (RFC 8257: the window cut by alpha/2 once per window, alpha the
+// moving average of the fraction of segments marked, gain 1/16, with
+// Reno's growth of one segment per round trip).
+//
 // What it leaves out of kernel TCP, and so of what a bulk flow over it
 // shows: pacing, proportional rate reduction (the window drops to its new
 // size at once on a loss), RACK's time-based loss detection and tail loss
 // probes, window scaling and receive-buffer autotuning (a fixed receive
-// window, Config.ReceiveWindow), the slow-start restart after idle, ECN,
-// and BBR, which needs the kernel (the lab's kernel mode). It is a model to
+// window, Config.ReceiveWindow), the slow-start restart after idle, and
+// BBR, which needs the kernel (the lab's kernel mode). It is a model to
 // put a TCP-like load on the lab's links, not an implementation of TCP;
 // where a test needs real TCP, the kernel mode runs it.
 package tcplike
@@ -69,7 +79,22 @@ type Config struct {
 	ReceiveWindow int
 	// MinRTO is the retransmission timeout's floor (0: 200 ms, Linux's).
 	MinRTO time.Duration
+	// ECN makes the data segments ECN-capable: empty for none (Not-ECT),
+	// ECNClassic (ECT(0), RFC 3168's response) or ECNL4S (ECT(1), DCTCP's
+	// scalable response). It needs a PacketConn that can set the ECN
+	// field (the in-memory network's); on another the segments go out
+	// Not-ECT.
+	ECN string
 }
+
+// The ECN modes of Config.ECN.
+const (
+	ECNClassic = "classic"
+	ECNL4S     = "l4s"
+)
+
+// ECNModes lists the ECN modes of the model.
+var ECNModes = []string{ECNClassic, ECNL4S}
 
 // Defaults of Config.
 const (
@@ -90,6 +115,11 @@ func (c Config) withDefaults() (Config, error) {
 	case Reno, CUBIC:
 	default:
 		return c, fmt.Errorf("tcplike: congestion controller %q: the model has reno and cubic", c.Congestion)
+	}
+	switch c.ECN {
+	case "", ECNClassic, ECNL4S:
+	default:
+		return c, fmt.Errorf("tcplike: ECN %q: the model has classic and l4s", c.ECN)
 	}
 	if c.InitialWindow < 0 || c.ReceiveWindow < 0 || c.MinRTO < 0 {
 		return c, errors.New("tcplike: negative initial window, receive window or minimum timeout")
@@ -123,7 +153,8 @@ const maxSACK = 3
 // its type.
 //
 //	0     type
-//	1-3   unused
+//	1     flags (ack: flagECE)
+//	2-3   unused
 //	4-7   connection id
 //	8-15  seq (data: segment number; ack: cumulative, the next expected;
 //	      request: the bytes asked for)
@@ -132,8 +163,12 @@ const maxSACK = 3
 //	28-31 data: the payload's length
 const headerLen = 32
 
+// flagECE on an acknowledgement says the segment it answers arrived CE.
+const flagECE = 1
+
 type segment struct {
 	typ    byte
+	flags  byte
 	conn   uint32
 	seq    int64
 	ts     int64
@@ -152,6 +187,7 @@ func (s segment) encode(buf []byte, size int) []byte {
 	clear(buf)
 	le := binary.LittleEndian
 	buf[0] = s.typ
+	buf[1] = s.flags
 	le.PutUint32(buf[4:], s.conn)
 	le.PutUint64(buf[8:], uint64(s.seq))
 	le.PutUint64(buf[16:], uint64(s.ts))
@@ -171,7 +207,7 @@ func decode(b []byte) (segment, bool) {
 		return segment{}, false
 	}
 	le := binary.LittleEndian
-	s := segment{typ: b[0], conn: le.Uint32(b[4:]), seq: int64(le.Uint64(b[8:])), ts: int64(le.Uint64(b[16:])),
+	s := segment{typ: b[0], flags: b[1], conn: le.Uint32(b[4:]), seq: int64(le.Uint64(b[8:])), ts: int64(le.Uint64(b[16:])),
 		length: int(le.Uint32(b[28:]))}
 	if s.typ < typeSYN || s.typ > typeAck || s.seq < 0 {
 		return segment{}, false
@@ -215,4 +251,7 @@ type SenderStats struct {
 	// Recoveries counts the fast recoveries (a loss found by SACK, the
 	// window cut once), Timeouts the retransmission timeouts.
 	Recoveries, Timeouts int64
+	// Marked counts the segments the client reported CE-marked, ECNCuts
+	// the window cuts they caused (at most one per window).
+	Marked, ECNCuts int64
 }
