@@ -212,7 +212,7 @@ func flowRecords(flows []traffic.Result, kernel bool, off func(time.Time) time.D
 			Name: f.Name, Kind: f.Kind, Direction: "down", Description: describeFlow(f, kernel),
 			Start: f.Start, Stop: f.Stop, Delay: f.Delay,
 			SentBytes: fr.Stats.Sent, DeliveredBytes: fr.Stats.Delivered, Delivered: fr.Delivered,
-			Packets: fr.Stats.Packets, Lost: fr.Stats.Lost,
+			Packets: fr.Stats.Packets, Lost: fr.Stats.Lost, Marked: fr.Stats.Marked,
 		}
 		if rec.Delivered == nil {
 			rec.Delivered = []int64{}
@@ -241,6 +241,12 @@ func describeFlow(f traffic.Flow, kernel bool) string {
 	tcp := "TCP-like " + strings.ToUpper(cmp.Or(f.Congestion, tcplike.CUBIC))
 	if f.Congestion == tcplike.Reno {
 		tcp = "TCP-like Reno"
+	}
+	switch f.ECN {
+	case tcplike.ECNClassic:
+		tcp += ", ECN classic"
+	case tcplike.ECNL4S:
+		tcp = "TCP-like DCTCP-like, ECN l4s" // its own growth and cuts
 	}
 	if kernel {
 		tcp = "kernel TCP " + cmp.Or(f.Congestion, transport.DefaultKernelController)

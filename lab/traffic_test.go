@@ -255,3 +255,20 @@ func TestConvertTraffic(t *testing.T) {
 	_, err = scenarios.Parse("f.yaml", []byte("name: t\ndescription: d\nduration: 20s\ntraffic: [{name: w, kind: web, object: {max: 99B}}]\n"), nil)
 	require.ErrorContains(t, err, "100B is greater than max 99B", "the loader checks a max against flows' default min")
 }
+
+// An ECN-capable upload behind CoDel: its segments are marked, not
+// dropped, and the result counts the marks on the flow and on the link.
+func TestTrafficECNUploadIsMarked(t *testing.T) {
+	s := time.Second
+	sc := home(6*s, scenarios.Flow{Name: "upload", Kind: "tcp-bulk", Direction: "up", ECN: "classic", Start: s})
+	sc.Network.Up[0].Queue.CoDel = true
+	r := runScenario(t, sc)
+	up := r.Traffic[0]
+	t.Logf("upload: %d packets, %d lost, %d marked; uplink %d marked, drops %v", up.Packets, up.Lost, up.Marked, r.Links.Up.Marked, r.Links.Up.Dropped)
+	require.Equal(t, "TCP-like CUBIC, ECN classic", up.Description)
+	require.Positive(t, up.Marked)
+	require.Zero(t, up.Lost)
+	require.Equal(t, r.Links.Up.Marked, uint64(up.Marked), "only the upload is ECN-capable")
+	// CoDel still drops the session's own packets on the uplink (its
+	// QUIC is not ECN-capable), never the upload's.
+}

@@ -199,13 +199,18 @@ func (n *Network) SetGateway(g Gateway) {
 // is a remote address. The payload is copied. As with UDP, a destination
 // with no endpoint is not an error.
 func (n *Network) Inject(from, to netip.AddrPort, data []byte) error {
+	return n.InjectECN(from, to, data, NotECT)
+}
+
+// InjectECN is Inject of a datagram carrying the ECN codepoint ecn.
+func (n *Network) InjectECN(from, to netip.AddrPort, data []byte, ecn ECN) error {
 	if !from.IsValid() || !to.IsValid() {
 		return fmt.Errorf("netem: inject %v -> %v: invalid address", from, to)
 	}
 	if len(data) > MaxDatagram {
 		return fmt.Errorf("netem: inject %v -> %v: message too long: %d bytes", from, to, len(data))
 	}
-	p := &Packet{Data: append([]byte(nil), data...), From: net.UDPAddrFromAddrPort(from), To: net.UDPAddrFromAddrPort(to)}
+	p := &Packet{Data: append([]byte(nil), data...), From: net.UDPAddrFromAddrPort(from), To: net.UDPAddrFromAddrPort(to), ECN: ecn}
 	if err := n.send(from.Addr(), to.Addr(), p); err != nil {
 		return fmt.Errorf("netem: inject %v -> %v: %w", from, to, err)
 	}

@@ -151,6 +151,7 @@ var nameLists = map[string]func() []string{
 	"directions":    func() []string { return Directions },
 	"framesizes":    func() []string { return FrameSizes },
 	"congestions":   func() []string { return Congestions },
+	"ecns":          func() []string { return ECNs },
 	"policies":      func() []string { return ViewerPolicies },
 }
 

@@ -66,6 +66,10 @@ var Directions = []string{"down", "up"}
 // bbr too.
 var Congestions = []string{"cubic", "reno", "bbr"}
 
+// ECNs are the ECN modes of tcp-bulk flows (the TCP-like model's, in
+// virtual time).
+var ECNs = []string{"classic", "l4s"}
+
 // MainFlow is the name of the scenario's own session among the flows of
 // the flow measurements.
 const MainFlow = "main"
@@ -231,7 +235,7 @@ var kindFields = map[string][]string{
 // so neither has a direction.
 var flowFields = map[string][]string{
 	"quic-bulk":     {"direction", "delay"},
-	"tcp-bulk":      {"direction", "delay", "congestion"},
+	"tcp-bulk":      {"direction", "delay", "congestion", "ecn"},
 	"cbr":           {"direction", "delay", "rate", "size"},
 	"web":           {"direction", "delay", "congestion", "object", "think"},
 	"session":       {"delay", "controller", "screen"},

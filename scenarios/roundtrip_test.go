@@ -126,7 +126,7 @@ func TestEveryKey(t *testing.T) {
 			IgnoreLANCandidates: true, ForceRelay: true},
 		Traffic: []Flow{
 			{Name: "download", Kind: "tcp-bulk", Start: 10 * time.Second, Stop: 25 * time.Second, Direction: "down",
-				Congestion: "reno", Delay: 20 * time.Millisecond},
+				Congestion: "reno", ECN: "classic", Delay: 20 * time.Millisecond},
 			{Name: "backup", Kind: "quic-bulk", Start: 5 * time.Second, Direction: "up"},
 			{Name: "voice", Kind: "cbr", Rate: 64_000, Size: 160},
 			{Name: "browsing", Kind: "web", Object: &ObjectSizes{Mean: 10710, SD: 25032, Min: 100, Max: 2 << 20}, Think: 5 * time.Second},

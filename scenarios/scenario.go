@@ -125,6 +125,10 @@ type Flow struct {
 	// Congestion is the TCP congestion controller of tcp-bulk and web:
 	// cubic (the default), reno, or bbr (in the kernel mode only).
 	Congestion string `yaml:"congestion" expected:"a TCP congestion controller: {names}" names:"congestions"`
+	// ECN makes tcp-bulk's data segments ECN-capable: classic (ECT(0),
+	// RFC 3168's response) or l4s (ECT(1), DCTCP's scalable response);
+	// left out, not ECN-capable.
+	ECN string `yaml:"ecn" expected:"an ECN mode: {names}" names:"ecns"`
 	// Rate is cbr's bit rate.
 	Rate int64 `yaml:"rate" format:"rate" hint:" (a flow of nothing: leave the flow out)" missing:"the bit rate, like 1Mbit/s"`
 	// Size is cbr's datagram size, at least 8 B (1200 B when left out).

@@ -814,7 +814,7 @@ func (v validator) traffic() {
 			return set
 		}
 		for _, n := range []struct{ key, value, what string }{
-			{"direction", f.Direction, "direction"}, {"congestion", f.Congestion, "congestion controller"},
+			{"direction", f.Direction, "direction"}, {"congestion", f.Congestion, "congestion controller"}, {"ecn", f.ECN, "ECN mode"},
 		} {
 			if has(n.key, n.value != "") {
 				if msg := checkName(n.value, n.what, "", nameLists[n.key+"s"]()); msg != "" {

@@ -145,7 +145,7 @@ func convertTraffic(sc *scenarios.Scenario, vw viewer.Config) ([]traffic.Flow, e
 	for i, sf := range sc.Traffic {
 		where := fmt.Sprintf("traffic[%d]", i)
 		f := traffic.Flow{Name: sf.Name, Kind: sf.Kind, Start: sf.Start, Stop: sf.Stop, Up: sf.Direction == "up", Delay: sf.Delay,
-			Congestion: sf.Congestion, Rate: sf.Rate, Size: sf.Size}
+			Congestion: sf.Congestion, ECN: sf.ECN, Rate: sf.Rate, Size: sf.Size}
 		if o := sf.Object; o != nil {
 			f.Web = flows.WebConfig{Mean: int64(o.Mean), SD: int64(o.SD), Min: int64(o.Min), Max: int64(o.Max)}
 		}

@@ -130,6 +130,9 @@ type FlowRecord struct {
 	// declared lost (quic-bulk).
 	Packets int64 `json:"packets,omitempty"`
 	Lost    int64 `json:"lost,omitempty"`
+	// Marked is the data packets that arrived CE-marked (an ECN-capable
+	// tcp-bulk flow).
+	Marked int64 `json:"marked,omitempty"`
 	// Objects are a web flow's fetches.
 	Objects []ObjectRecord `json:"objects,omitempty"`
 	// Frames are a session's (session, reverse-media) frames.

@@ -144,7 +144,7 @@ func RunBetween(ctx context.Context, f Flow, i int, env Env, network Ends) (flow
 	case KindQUICBulk:
 		st, err = flows.QUICBulk(ctx, sender, receiver, meter, keyLog)
 	case KindTCPBulk:
-		st, err = flows.TCPBulk(ctx, sender, receiver, tcplike.Config{Congestion: f.Congestion}, meter)
+		st, err = flows.TCPBulk(ctx, sender, receiver, tcplike.Config{Congestion: f.Congestion, ECN: f.ECN}, meter)
 	case KindCBR:
 		st, err = flows.CBR(ctx, sender, receiver, f.Rate, cmp.Or(f.Size, DefaultCBRSize), meter)
 	case KindWeb:

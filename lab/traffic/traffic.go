@@ -64,6 +64,9 @@ type Flow struct {
 	// flows (tcplike's reno or cubic; empty: cubic; bbr only in the
 	// kernel mode).
 	Congestion string
+	// ECN makes a tcp-bulk flow ECN-capable: tcplike.ECNClassic or
+	// tcplike.ECNL4S; empty: not.
+	ECN string
 	// Rate and Size are a cbr flow's bit rate and datagram size (0:
 	// DefaultCBRSize).
 	Rate int64

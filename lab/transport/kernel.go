@@ -108,6 +108,8 @@ func CheckKernelFlows(fl []traffic.Flow) error {
 		switch {
 		case f.Kind != traffic.KindTCPBulk:
 			return fmt.Errorf("%w: %s: a %s flow in the kernel mode (it runs tcp-bulk flows, over the kernel's TCP; the other kinds run in virtual time and in real time through the proxy)", laberr.ErrUnsupported, f.Where(i), f.Kind)
+		case f.ECN != "":
+			return fmt.Errorf("%w: %s: ecn in the kernel mode (the TCP-like model's, in virtual time)", laberr.ErrUnsupported, f.Where(i))
 		case f.Delay > 0:
 			return fmt.Errorf("%w: %s: an extra delay in the kernel mode (its flows share the namespaces' one pair of links)", laberr.ErrUnsupported, f.Where(i))
 		}

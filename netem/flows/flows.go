@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nuvirahub/latencylab/netem"
@@ -82,6 +83,9 @@ type Stats struct {
 	// Lost is the datagrams that never arrived (cbr), or the packets the
 	// sender declared lost (QUIC) or sent again (TCP-like).
 	Lost int64
+	// Marked is the data packets that arrived CE-marked (an ECN-capable
+	// tcp-bulk flow).
+	Marked int64
 	// Objects are a web flow's fetches, in order.
 	Objects []Object
 }
@@ -114,7 +118,7 @@ func Delayed(n *netem.Network, conn *netem.PacketConn, d time.Duration, name str
 			}
 			// Fails only once the network is closed, with the packet
 			// lost like everything in flight.
-			_ = n.Inject(from, to.AddrPort(), p.Data)
+			_ = n.InjectECN(from, to.AddrPort(), p.Data, p.ECN)
 		})
 	if err != nil {
 		return nil, fmt.Errorf("flows: %s: %w", name, err)
@@ -127,7 +131,11 @@ func Delayed(n *netem.Network, conn *netem.PacketConn, d time.Duration, name str
 type delayedConn struct {
 	*netem.PacketConn
 	link *netem.Link
+	ecn  atomic.Uint32 // the ECN codepoint of what it sends
 }
+
+// SetECN sets the ECN codepoint of what the conn sends, through its delay.
+func (c *delayedConn) SetECN(e netem.ECN) { c.ecn.Store(uint32(e)) }
 
 // WriteTo implements net.PacketConn.
 func (c *delayedConn) WriteTo(b []byte, addr net.Addr) (int, error) {
@@ -138,7 +146,7 @@ func (c *delayedConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if len(b) > netem.MaxDatagram {
 		return 0, &net.OpError{Op: "write", Net: "udp", Addr: addr, Err: fmt.Errorf("message too long: %d bytes", len(b))}
 	}
-	p := &netem.Packet{Data: append([]byte(nil), b...), From: c.LocalAddr(), To: net.UDPAddrFromAddrPort(to)}
+	p := &netem.Packet{Data: append([]byte(nil), b...), From: c.LocalAddr(), To: net.UDPAddrFromAddrPort(to), ECN: netem.ECN(c.ecn.Load())}
 	if err := c.link.Send(p); err != nil {
 		return 0, &net.OpError{Op: "write", Net: "udp", Addr: addr, Err: net.ErrClosed}
 	}

@@ -108,7 +108,7 @@ func TCPBulk(ctx context.Context, sender, receiver net.PacketConn, cfg tcplike.C
 		return Stats{}, fmt.Errorf("flows: tcp bulk: %w", err)
 	}
 	ss := srv.Stats()
-	return Stats{Sent: ss.Bytes, Delivered: res.Bytes, Packets: ss.Segments, Lost: ss.Retransmits}, nil
+	return Stats{Sent: ss.Bytes, Delivered: res.Bytes, Packets: ss.Segments, Lost: ss.Retransmits, Marked: res.Marked}, nil
 }
 
 // MinCBRSize is the smallest datagram CBR sends: its first 8 bytes carry
