@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"fmt"
 	"hash/fnv"
 	"net"
 	"time"
@@ -34,6 +35,14 @@ type FQCoDelParams struct {
 	Limit   int
 	Flows   int
 	CoDel   CoDelParams
+}
+
+// Validate refuses negative sizes and CoDel parameters that make no sense.
+func (c *FQCoDelParams) Validate() error {
+	if c.Quantum < 0 || c.Limit < 0 || c.Flows < 0 {
+		return fmt.Errorf("fq_codel quantum %d, limit %d and flows %d must not be negative (0 means the default)", c.Quantum, c.Limit, c.Flows)
+	}
+	return c.CoDel.Validate()
 }
 
 func (c *FQCoDelParams) quantum() int { return positiveOr(c.Quantum, DefaultFQCoDelQuantum) }
@@ -76,10 +85,11 @@ type fqCoDel struct {
 	flows              []fqFlow
 	newFlows, oldFlows []int
 	packets            int
-	// Dropped and Marked collect what the queue did since the caller
-	// last emptied them.
-	Dropped []*Packet // dropped packets: CoDel's (at dequeue) and the overflow's
-	Marked  int
+	// Dropped (by CoDel, at dequeue), Overflow (from the fattest flow,
+	// on an arrival over the limit) and Marked collect what the queue did
+	// since the caller last took them.
+	Dropped, Overflow []*Packet
+	Marked            int
 }
 
 func newFQCoDel(cfg FQCoDelParams) *fqCoDel {
@@ -121,7 +131,7 @@ func (f *fqCoDel) enqueue(p *Packet, now time.Time) {
 				fat = j
 			}
 		}
-		f.Dropped = append(f.Dropped, f.flows[fat].pop())
+		f.Overflow = append(f.Overflow, f.flows[fat].pop())
 		f.packets--
 	}
 }
@@ -238,4 +248,24 @@ func (f *fqCoDel) codelDequeue(fl *fqFlow, now time.Time) (*Packet, time.Duratio
 		c.enter(cp, now)
 	}
 	return p, wait
+}
+
+func (f *fqCoDel) drops() (overflow, aqm []*Packet) {
+	overflow, aqm = f.Overflow, f.Dropped
+	f.Overflow, f.Dropped = nil, nil
+	return overflow, aqm
+}
+
+func (f *fqCoDel) marks() int { return f.Marked }
+
+func (f *fqCoDel) drain() []*Packet {
+	var out []*Packet
+	for i := range f.flows {
+		for len(f.flows[i].q) > 0 {
+			out = append(out, f.flows[i].pop())
+		}
+		f.flows[i].list = fqNone
+	}
+	f.newFlows, f.oldFlows, f.packets = nil, nil, 0
+	return out
 }

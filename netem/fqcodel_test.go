@@ -1,7 +1,12 @@
 package netem
 
 import (
+	"net"
+	"slices"
+	"sort"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -73,8 +78,8 @@ func TestFQCoDelDropsFromTheFattestFlowOnOverflow(t *testing.T) {
 	for i := range 3 {
 		fq.enqueue(schedPacket(schedArrival{Flow: 2, Size: 100}), t0.Add(time.Duration(10+i)))
 	}
-	require.Len(t, fq.Dropped, 1)
-	require.Equal(t, 1000, fq.Dropped[0].Size(), "from the flow with the most bytes, not the arrival's")
+	require.Len(t, fq.Overflow, 1)
+	require.Equal(t, 1000, fq.Overflow[0].Size(), "from the flow with the most bytes, not the arrival's")
 }
 
 func TestECNFQCoDelMarksInsteadOfDropping(t *testing.T) {
@@ -101,4 +106,45 @@ func TestECNFQCoDelMarksInsteadOfDropping(t *testing.T) {
 			require.Zero(t, fq.Marked)
 		}
 	}
+}
+
+func TestFQCoDelThroughALink(t *testing.T) {
+	// The same sparse-beside-bulk load through a link (10 Mbit/s with
+	// FQ-CoDel, 10 ms of delay), in virtual time: the sparse flow's
+	// packets cross in the delay and their own serialisation (plus at
+	// most the bulk packet being sent); the counters add up.
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		lat := map[uint64][]time.Duration{}
+		l, err := NewLink(LinkConfig{Name: "fq", Impairments: []Impairment{
+			&Rate{Rate: 10_000_000, Queue: QueueLimit{Packets: 1000, FQCoDel: &FQCoDelParams{}}},
+			&Delay{Delay: 10 * time.Millisecond},
+		}}, func(p *Packet) {
+			mu.Lock()
+			defer mu.Unlock()
+			flow := uint64(p.From.(*net.UDPAddr).Port - 5000)
+			lat[flow] = append(lat[flow], time.Since(p.Sent))
+		})
+		require.NoError(t, err)
+		arr := append(schedEvery(1, 1500, NotECT, time.Millisecond, 0, 4*time.Second), schedEvery(2, 100, ECT0, 20*time.Millisecond, 5*time.Millisecond, 4*time.Second)...)
+		sort.SliceStable(arr, func(i, j int) bool { return arr[i].At < arr[j].At })
+		for _, a := range arr {
+			time.Sleep(start.Add(a.At).Sub(time.Now()))
+			require.NoError(t, l.Send(schedPacket(a)))
+		}
+		time.Sleep(3 * time.Second)
+		st := l.Stats()
+		require.NoError(t, l.Close())
+		mu.Lock()
+		defer mu.Unlock()
+		sparse := lat[2]
+		slices.Sort(sparse)
+		t.Logf("sparse: %d delivered, max one-way %v; bulk %d delivered; drops %v, queued mean %v", len(sparse), sparse[len(sparse)-1], len(lat[1]), st.Dropped, st.Queued.Mean())
+		require.Len(t, sparse, len(arr)-4000)
+		require.Less(t, sparse[len(sparse)-1], 10*time.Millisecond+1300*time.Microsecond)
+		require.Positive(t, st.Dropped[DropCoDel].Packets)
+		require.Equal(t, st.Offered.Packets, st.Delivered.Packets+st.DroppedTotal().Packets, "every packet accounted for")
+		require.Zero(t, st.InFlight.Packets)
+	})
 }

@@ -64,6 +64,9 @@ type Verdict struct {
 	// active queue signalling congestion to an ECN-capable transport
 	// instead of dropping), kept in the link's counters.
 	Marked bool
+	// Held says a scheduling queue keeps the packet (see Scheduler): its
+	// fate is decided when the queue lets it go.
+	Held bool
 }
 
 // Impairment is one way a link degrades packets. Apply is called once per

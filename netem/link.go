@@ -62,7 +62,9 @@ type Fate struct {
 	// Drop is why the link dropped the packet; empty when it will be
 	// delivered.
 	Drop DropReason
-	// At is when the packet will be delivered; zero when dropped.
+	// At is when the packet will be delivered; zero when dropped, or
+	// when a scheduling queue (FQ-CoDel) holds it: its fate is then
+	// decided when the queue lets it go.
 	At time.Time
 }
 
@@ -143,20 +145,17 @@ func (l *Link) Send(p *Packet) error {
 	if len(l.queue) > 0 {
 		earliest = l.queue[0].At
 	}
+	next := l.pipe.next()
 	l.scratch = l.pipe.process(p, time.Now(), l.scratch[:0])
 	if l.tap != nil {
 		l.tap.Entered(p, l.fate(p))
 	}
-	wake := false
-	for _, d := range l.scratch {
-		l.order++
-		l.queue.push(scheduled{Delivery: d, order: l.order})
-		l.stats.InFlight.add(d.Packet)
-		if earliest.IsZero() || d.At.Before(earliest) {
-			wake = true
-		}
+	wake := l.schedule(earliest)
+	// A scheduling queue that starts sending (or sends sooner) needs the
+	// loop to let its packets go.
+	if n := l.pipe.next(); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+		wake = true
 	}
-	clear(l.scratch) // let delivered packets be collected
 	if wake {
 		select {
 		case l.wake <- struct{}{}:
@@ -164,6 +163,21 @@ func (l *Link) Send(p *Packet) error {
 		}
 	}
 	return nil
+}
+
+// schedule puts the deliveries in l.scratch in the queue and reports
+// whether one is due before earliest (zero: none was pending).
+func (l *Link) schedule(earliest time.Time) (sooner bool) {
+	for _, d := range l.scratch {
+		l.order++
+		l.queue.push(scheduled{Delivery: d, order: l.order})
+		l.stats.InFlight.add(d.Packet)
+		if earliest.IsZero() || d.At.Before(earliest) {
+			sooner = true
+		}
+	}
+	clear(l.scratch) // let delivered packets be collected
+	return sooner
 }
 
 // fate finds what the pipeline just decided for p: its own delivery among
@@ -215,6 +229,9 @@ func (l *Link) Close() error {
 	for _, s := range l.queue {
 		l.stats.drop(DropClosed, s.Packet)
 	}
+	for _, p := range l.pipe.drain() {
+		l.stats.drop(DropClosed, p)
+	}
 	l.queue = nil
 	l.stats.InFlight = Counter{}
 	l.mu.Unlock()
@@ -237,6 +254,10 @@ func (l *Link) loop() {
 	for {
 		l.mu.Lock()
 		now := time.Now()
+		// Packets the scheduling queues send by now go on through the
+		// link first: they may be due already.
+		l.scratch = l.pipe.release(now, l.scratch[:0])
+		l.schedule(time.Time{})
 		for len(l.queue) > 0 && !l.queue[0].At.After(now) {
 			s := l.queue.pop()
 			l.stats.InFlight.Packets--
@@ -247,6 +268,9 @@ func (l *Link) loop() {
 		var wait time.Duration = -1
 		if len(l.queue) > 0 {
 			wait = l.queue[0].At.Sub(now)
+		}
+		if n := l.pipe.next(); !n.IsZero() && (wait < 0 || n.Sub(now) < wait) {
+			wait = max(n.Sub(now), 0)
 		}
 		l.mu.Unlock()
 

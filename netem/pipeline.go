@@ -44,6 +44,7 @@ type pipeline struct {
 	// dropped is why the last packet offered was dropped, "" if it was
 	// not: a link's Tap needs the reason, which the counters lose.
 	dropped DropReason
+	rel     []Released // scratch for release
 }
 
 func newPipeline(name string, seed uint64, epoch time.Time, stats *Stats) *pipeline {
@@ -85,6 +86,71 @@ func (pl *pipeline) set(imps []Impairment) {
 		}
 		pl.slots = append(pl.slots, s)
 	}
+	// A scheduling queue nothing inherited (a rate with FQ-CoDel replaced
+	// by a trace) drops what it still holds.
+	for j, o := range old {
+		if sch, ok := o.imp.(Scheduler); ok && !used[j] {
+			for _, p := range sch.Drain() {
+				pl.stats.InFlight.Packets--
+				pl.stats.InFlight.Bytes -= uint64(p.Size())
+				pl.stats.drop(DropClosed, p)
+			}
+		}
+	}
+}
+
+// release continues through the rest of the link the packets the
+// scheduling queues let go by now, and counts those they dropped.
+func (pl *pipeline) release(now time.Time, out []Delivery) []Delivery {
+	for i := range pl.slots {
+		sch, ok := pl.slots[i].imp.(Scheduler)
+		if !ok {
+			continue
+		}
+		pl.rel = sch.Release(now, pl.rel[:0])
+		for _, r := range pl.rel {
+			// Held packets count as in flight (run); the link counts
+			// again those it schedules.
+			pl.stats.InFlight.Packets--
+			pl.stats.InFlight.Bytes -= uint64(r.Packet.Size())
+			if r.Drop != "" {
+				pl.stats.drop(r.Drop, r.Packet)
+				continue
+			}
+			pl.stats.Queued.add(r.Queued)
+			if r.Marked {
+				pl.stats.Marked.add(r.Packet)
+			}
+			out = pl.run(r.Packet, r.At, i+1, out)
+		}
+		clear(pl.rel)
+	}
+	return out
+}
+
+// next is the instant a scheduling queue next lets a packet go; zero if
+// none holds any.
+func (pl *pipeline) next() time.Time {
+	var t time.Time
+	for _, s := range pl.slots {
+		if sch, ok := s.imp.(Scheduler); ok {
+			if n := sch.Next(); !n.IsZero() && (t.IsZero() || n.Before(t)) {
+				t = n
+			}
+		}
+	}
+	return t
+}
+
+// drain empties the scheduling queues (the link closes).
+func (pl *pipeline) drain() []*Packet {
+	var out []*Packet
+	for _, s := range pl.slots {
+		if sch, ok := s.imp.(Scheduler); ok {
+			out = append(out, sch.Drain()...)
+		}
+	}
+	return out
 }
 
 // process decides the fate of p entering at at and appends what will be
@@ -99,6 +165,9 @@ func (pl *pipeline) process(p *Packet, at time.Time, out []Delivery) []Delivery 
 	p.Sent = at
 	pl.stats.Offered.add(p)
 	pl.dropped = ""
+	// What the scheduling queues send before at leaves first: they must
+	// not see this packet then.
+	out = pl.release(at, out)
 	return pl.run(p, at, 0, out)
 }
 
@@ -111,10 +180,16 @@ type pendingCopy struct {
 
 func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Delivery {
 	var copies []pendingCopy
-	dropped := false
+	dropped, held := false, false
 	for i := from; i < len(pl.slots); i++ {
 		s := &pl.slots[i]
 		v := s.imp.Apply(p, t, &s.env)
+		if v.Held {
+			// The scheduling queue decides later (release).
+			pl.stats.InFlight.add(p)
+			held = true
+			break
+		}
 		if v.Drop != "" {
 			pl.stats.drop(v.Drop, p)
 			if from == 0 { // the offered packet, not a copy
@@ -141,7 +216,7 @@ func (pl *pipeline) run(p *Packet, t time.Time, from int, out []Delivery) []Deli
 			copies = append(copies, pendingCopy{p: d, from: i + 1, at: t})
 		}
 	}
-	if !dropped {
+	if !dropped && !held {
 		if p.Corrupted {
 			pl.stats.Corrupted++
 		}

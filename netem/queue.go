@@ -27,8 +27,13 @@ type QueueLimit struct {
 	// of the limits above.
 	CoDel *CoDelParams
 	// PIE, when set, adds PIE active queue management (RFC 8033) on top of
-	// the limits above. At most one of CoDel and PIE.
+	// the limits above.
 	PIE *PIEParams
+	// FQCoDel, when set, replaces the FIFO by FQ-CoDel (RFC 8290): flow
+	// queues served in turn, each under CoDel. Packets bounds the whole
+	// (when FQCoDel.Limit is 0); the byte and delay limits do not apply.
+	// Only a rate has it. At most one of CoDel, PIE and FQCoDel.
+	FQCoDel *FQCoDelParams
 }
 
 // Validate refuses negative limits and CoDel parameters that make no sense.
@@ -52,8 +57,22 @@ func (l *QueueLimit) Validate() error {
 		if err := l.PIE.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-		if l.CoDel != nil {
-			errs = append(errs, errors.New("a queue has CoDel or PIE, not both"))
+	}
+	n := 0
+	for _, set := range []bool{l.CoDel != nil, l.PIE != nil, l.FQCoDel != nil} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		errs = append(errs, errors.New("a queue has one of CoDel, PIE and FQ-CoDel"))
+	}
+	if l.FQCoDel != nil {
+		if err := l.FQCoDel.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if l.Bytes > 0 || l.Delay > 0 {
+			errs = append(errs, errors.New("FQ-CoDel's queue is bounded in packets only"))
 		}
 	}
 	return errors.Join(errs...)

@@ -31,8 +31,9 @@ type Rate struct {
 	// unlimited.
 	Queue QueueLimit
 
-	q   fifo
-	srv rateServer
+	q     fifo
+	sched schedState
+	srv   rateServer
 }
 
 // Kind implements Impairment.
@@ -60,8 +61,23 @@ func (r *Rate) Validate() error {
 // Apply implements Impairment.
 func (r *Rate) Apply(p *Packet, at time.Time, env *Env) Verdict {
 	r.srv.bps = r.Rate
+	if r.sched.active(&r.Queue) {
+		return r.sched.offer(&r.Queue, p, at, &r.srv)
+	}
 	return r.q.offer(&r.Queue, p, at, p.Size()+r.Overhead, &r.srv, env)
 }
+
+// Next implements Scheduler.
+func (r *Rate) Next() time.Time { return r.sched.next }
+
+// Release implements Scheduler.
+func (r *Rate) Release(now time.Time, out []Released) []Released {
+	r.srv.bps = r.Rate
+	return r.sched.release(now, &r.srv, r.Overhead, out)
+}
+
+// Drain implements Scheduler.
+func (r *Rate) Drain() []*Packet { return r.sched.drain() }
 
 // Inherit takes over the queue of the Rate this one replaces, so that a rate
 // change does not empty the bottleneck.
@@ -75,13 +91,17 @@ func (r *Rate) Inherit(prev Impairment) {
 		return
 	}
 	r.q.takeOver(&pr.q)
+	r.sched, pr.sched = pr.sched, schedState{}
 	r.srv.free = pr.srv.free
 	// The sub-nanosecond remainder counts in units of the old rate.
 	r.srv.rem = 0
 }
 
 // Backlog implements Backlogger: the packets queued or being serialised.
-func (r *Rate) Backlog(now time.Time) (packets, bytes int) { return r.q.backlog(now) }
+func (r *Rate) Backlog(now time.Time) (packets, bytes int) {
+	packets, bytes = r.q.backlog(now)
+	return packets + r.sched.held, bytes + r.sched.bytes
+}
 
 // rateServer serialises packets back to back at a fixed rate.
 type rateServer struct {

@@ -9,7 +9,7 @@ import (
 // schedQueue is a scheduling queue under test: the order packets leave in
 // depends on later arrivals, so a simulated server takes them one at a
 // time.
-type schedQueue interface {
+type schedUnderTest interface {
 	enqueue(p *Packet, now time.Time)
 	dequeue(now time.Time) (*Packet, time.Duration)
 }
@@ -40,7 +40,7 @@ func schedPacket(a schedArrival) *Packet {
 // schedRun feeds arrivals (sorted by At) to q in front of a server of
 // bps, taking a packet whenever the server is free, until end, and
 // returns what was sent, in order. Packets carry their flow in Seq.
-func schedRun(q schedQueue, arrivals []schedArrival, bps int64, end time.Duration) []schedOut {
+func schedRun(q schedUnderTest, arrivals []schedArrival, bps int64, end time.Duration) []schedOut {
 	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].At < arrivals[j].At })
 	var out []schedOut
 	free := time.Duration(0)

@@ -110,6 +110,9 @@ func (t *TraceLink) Validate() error {
 	if t.Overhead < 0 {
 		errs = append(errs, fmt.Errorf("overhead %d bytes is negative", t.Overhead))
 	}
+	if t.Queue.FQCoDel != nil {
+		errs = append(errs, errors.New("trace: FQ-CoDel is a rate's queue only"))
+	}
 	if err := t.Queue.Validate(); err != nil {
 		errs = append(errs, err)
 	}
