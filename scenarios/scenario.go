@@ -261,6 +261,9 @@ type Queue struct {
 	CoDel bool `yaml:"codel"`
 	// PIE manages the queue with PIE (RFC 8033) instead of drop-tail.
 	PIE bool `yaml:"pie"`
+	// FQCoDel replaces the FIFO by FQ-CoDel (RFC 8290): per-flow queues
+	// served in turn, each under CoDel.
+	FQCoDel bool `yaml:"fq_codel"`
 }
 
 // Spikes are extra delays every few seconds (finding N14).

@@ -190,6 +190,16 @@ func (v validator) network(dir string, phases []Phase) {
 		if q.CoDel && q.PIE {
 			v.rep(p+".queue.pie", []string{p + ".queue.codel"}, "codel and pie together: a queue has one active queue management; expected one or the other")
 		}
+		if q.FQCoDel {
+			switch {
+			case q.CoDel || q.PIE:
+				v.rep(p+".queue.fq_codel", []string{p + ".queue.codel", p + ".queue.pie"}, "fq_codel with codel or pie: a queue has one active queue management; expected one")
+			case q.Bytes > 0 || q.Delay > 0:
+				v.rep(p+".queue.fq_codel", []string{p + ".queue.bytes", p + ".queue.delay"}, "fq_codel with a byte or delay limit: FQ-CoDel's queue is bounded in packets (10240 when left out)")
+			case ph.Trace != nil:
+				v.rep(p+".queue.fq_codel", []string{p + ".trace"}, "fq_codel behind a trace: FQ-CoDel is a rate's queue only")
+			}
+		}
 		if q != (Queue{}) && !bottleneck {
 			v.rep(p+".queue", []string{p + ".rate", p + ".trace"}, "queue without rate or trace: a queue forms only at a bottleneck")
 		}

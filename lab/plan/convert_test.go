@@ -421,11 +421,20 @@ func TestTraceCapacityCountsOpportunities(t *testing.T) {
 	require.Equal(t, float64(399*netem.TraceMTU*8), bits)
 }
 
-func TestConvertPIEQueue(t *testing.T) {
-	sc := &scenarios.Scenario{Name: "net", Seed: 3, Duration: 30 * time.Second,
-		Network: scenarios.Network{Up: []scenarios.Phase{{Rate: 1_000_000, Queue: scenarios.Queue{Packets: 100, PIE: true}}}}}
-	p, err := Convert(sc)
-	require.NoError(t, err)
-	require.Equal(t, netem.QueueLimit{Packets: 100, PIE: &netem.PIEParams{}}, find[*netem.Rate](t, p.Uplink).Queue)
-	require.Contains(t, p.Network.Up[0].Description, "queue 100 packets PIE")
+func TestConvertQueueKinds(t *testing.T) {
+	for _, c := range []struct {
+		queue scenarios.Queue
+		want  netem.QueueLimit
+		desc  string
+	}{
+		{scenarios.Queue{Packets: 100, PIE: true}, netem.QueueLimit{Packets: 100, PIE: &netem.PIEParams{}}, "queue 100 packets PIE"},
+		{scenarios.Queue{Packets: 100, FQCoDel: true}, netem.QueueLimit{Packets: 100, FQCoDel: &netem.FQCoDelParams{}}, "queue 100 packets FQ-CoDel"},
+	} {
+		sc := &scenarios.Scenario{Name: "net", Seed: 3, Duration: 30 * time.Second,
+			Network: scenarios.Network{Up: []scenarios.Phase{{Rate: 1_000_000, Queue: c.queue}}}}
+		p, err := Convert(sc)
+		require.NoError(t, err)
+		require.Equal(t, c.want, find[*netem.Rate](t, p.Uplink).Queue)
+		require.Contains(t, p.Network.Up[0].Description, c.desc)
+	}
 }

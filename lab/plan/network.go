@@ -80,6 +80,9 @@ func convertPhase(where, file string, ph scenarios.Phase, traces map[string]*net
 	if ph.Queue.PIE {
 		q.PIE = &netem.PIEParams{} // RFC 8033's defaults
 	}
+	if ph.Queue.FQCoDel {
+		q.FQCoDel = &netem.FQCoDelParams{} // RFC 8290's defaults
+	}
 	switch {
 	case ph.Trace != nil:
 		tr, err := loadTrace(file, ph.Trace.File, traces)
@@ -191,6 +194,9 @@ func DescribePhase(ph scenarios.Phase) string {
 		}
 		if q.PIE {
 			lim = append(lim, "PIE")
+		}
+		if q.FQCoDel {
+			lim = append(lim, "FQ-CoDel")
 		}
 		add("queue %s", strings.Join(lim, " "))
 	}
