@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -271,4 +272,28 @@ func TestTrafficECNUploadIsMarked(t *testing.T) {
 	require.Equal(t, r.Links.Up.Marked, uint64(up.Marked), "only the upload is ECN-capable")
 	// CoDel still drops the session's own packets on the uplink (its
 	// QUIC is not ECN-capable), never the upload's.
+}
+
+// The library's upload twins, a bulk upload beside the session on a
+// 16/1 Mbit/s line with a 500 ms uplink buffer: drop-tail keeps the
+// session's latency above 200 ms for much of the time, FQ-CoDel on the
+// uplink far less, and the upload keeps most of the uplink either way.
+// docs/traffic.md quotes what it logs.
+func TestTrafficUploadBesideSession(t *testing.T) {
+	s := time.Second
+	lib, err := scenarios.Library()
+	require.NoError(t, err)
+	above := map[string]float64{}
+	for _, name := range []string{"upload-beside-session-droptail", "upload-beside-session-fq-codel"} {
+		i := slices.IndexFunc(lib, func(sc *scenarios.Scenario) bool { return sc.Name == name })
+		require.GreaterOrEqual(t, i, 0, name)
+		r := runScenario(t, lib[i])
+		a, err := measure.OfWith(r, "latency.time-above", 15*s, 30*s, measure.Params{Latency: 200 * ms})
+		require.NoError(t, err)
+		share := flowMeasured(t, r, "flow.share", "upload", 15*s, 30*s)
+		t.Logf("%s: session's latency above 200 ms %.1f%% of the time, upload's share of the uplink %.1f%% (from 15 s)", name, a*100, share*100)
+		require.Greater(t, share, 0.5, name)
+		above[name] = a
+	}
+	require.Less(t, above["upload-beside-session-fq-codel"], above["upload-beside-session-droptail"]/2)
 }
