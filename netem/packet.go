@@ -106,6 +106,7 @@ const (
 	DropQueue   DropReason = "queue"    // tail drop: the bottleneck queue was full
 	DropCoDel   DropReason = "codel"    // dropped by CoDel at dequeue
 	DropPIE     DropReason = "pie"      // dropped by PIE on arrival
+	DropDualPI2 DropReason = "dualpi2"  // dropped by DualPI2's classic queue at dequeue
 	DropOutage  DropReason = "outage"   // sent during a blackout window
 	DropBlocked DropReason = "blocked"  // the path blocks UDP
 	DropClosed  DropReason = "closed"   // still in flight when the link closed

@@ -32,8 +32,14 @@ type QueueLimit struct {
 	// FQCoDel, when set, replaces the FIFO by FQ-CoDel (RFC 8290): flow
 	// queues served in turn, each under CoDel. Packets bounds the whole
 	// (when FQCoDel.Limit is 0); the byte and delay limits do not apply.
-	// Only a rate has it. At most one of CoDel, PIE and FQCoDel.
+	// Only a rate has it.
 	FQCoDel *FQCoDelParams
+	// DualPI2, when set, replaces the FIFO by DualPI2 (RFC 9332): an L4S
+	// queue and a classic one under a coupled PI controller. Packets
+	// bounds both (when DualPI2.Limit is 0); the byte and delay limits do
+	// not apply. Only a rate has it. At most one of CoDel, PIE, FQCoDel
+	// and DualPI2.
+	DualPI2 *DualPI2Params
 }
 
 // Validate refuses negative limits and CoDel parameters that make no sense.
@@ -59,21 +65,26 @@ func (l *QueueLimit) Validate() error {
 		}
 	}
 	n := 0
-	for _, set := range []bool{l.CoDel != nil, l.PIE != nil, l.FQCoDel != nil} {
+	for _, set := range []bool{l.CoDel != nil, l.PIE != nil, l.FQCoDel != nil, l.DualPI2 != nil} {
 		if set {
 			n++
 		}
 	}
 	if n > 1 {
-		errs = append(errs, errors.New("a queue has one of CoDel, PIE and FQ-CoDel"))
+		errs = append(errs, errors.New("a queue has one of CoDel, PIE, FQ-CoDel and DualPI2"))
 	}
 	if l.FQCoDel != nil {
 		if err := l.FQCoDel.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-		if l.Bytes > 0 || l.Delay > 0 {
-			errs = append(errs, errors.New("FQ-CoDel's queue is bounded in packets only"))
+	}
+	if l.DualPI2 != nil {
+		if err := l.DualPI2.Validate(); err != nil {
+			errs = append(errs, err)
 		}
+	}
+	if l.scheduling() && (l.Bytes > 0 || l.Delay > 0) {
+		errs = append(errs, errors.New("FQ-CoDel's and DualPI2's queues are bounded in packets only"))
 	}
 	return errors.Join(errs...)
 }

@@ -62,7 +62,7 @@ func (r *Rate) Validate() error {
 func (r *Rate) Apply(p *Packet, at time.Time, env *Env) Verdict {
 	r.srv.bps = r.Rate
 	if r.sched.active(&r.Queue) {
-		return r.sched.offer(&r.Queue, p, at, &r.srv)
+		return r.sched.offer(&r.Queue, p, at, &r.srv, env.Rand)
 	}
 	return r.q.offer(&r.Queue, p, at, p.Size()+r.Overhead, &r.srv, env)
 }

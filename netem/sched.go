@@ -1,6 +1,9 @@
 package netem
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Scheduler is implemented by a bottleneck whose queue lets a later packet
 // overtake an earlier one (FQ-CoDel): a packet's departure depends on what
@@ -46,7 +49,7 @@ type schedQueue interface {
 }
 
 // scheduling reports whether the queue's discipline is a scheduling queue.
-func (l *QueueLimit) scheduling() bool { return l.FQCoDel != nil }
+func (l *QueueLimit) scheduling() bool { return l.FQCoDel != nil || l.DualPI2 != nil }
 
 // schedState is a bottleneck's scheduling queue in front of its server.
 type schedState struct {
@@ -62,13 +65,21 @@ type schedState struct {
 func (s *schedState) active(lim *QueueLimit) bool { return lim.scheduling() || s.held > 0 }
 
 // offer holds p, arriving at at, in the queue.
-func (s *schedState) offer(lim *QueueLimit, p *Packet, at time.Time, srv bottleneckServer) Verdict {
-	if s.q == nil {
+func (s *schedState) offer(lim *QueueLimit, p *Packet, at time.Time, srv bottleneckServer, rng *rand.Rand) Verdict {
+	switch {
+	case s.q != nil:
+	case lim.FQCoDel != nil:
 		c := *lim.FQCoDel
 		if c.Limit == 0 && lim.Packets > 0 {
 			c.Limit = lim.Packets
 		}
 		s.q, s.aqmDrop = newFQCoDel(c), DropCoDel
+	default:
+		c := *lim.DualPI2
+		if c.Limit == 0 && lim.Packets > 0 {
+			c.Limit = lim.Packets
+		}
+		s.q, s.aqmDrop = newDualPI2(c, rng), DropDualPI2
 	}
 	s.q.enqueue(p, at)
 	s.held++

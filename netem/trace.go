@@ -110,8 +110,8 @@ func (t *TraceLink) Validate() error {
 	if t.Overhead < 0 {
 		errs = append(errs, fmt.Errorf("overhead %d bytes is negative", t.Overhead))
 	}
-	if t.Queue.FQCoDel != nil {
-		errs = append(errs, errors.New("trace: FQ-CoDel is a rate's queue only"))
+	if t.Queue.scheduling() {
+		errs = append(errs, errors.New("trace: FQ-CoDel and DualPI2 are a rate's queues only"))
 	}
 	if err := t.Queue.Validate(); err != nil {
 		errs = append(errs, err)

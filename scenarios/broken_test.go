@@ -169,6 +169,8 @@ func TestMistakes(t *testing.T) {
 			"f.yaml:4: network.down.queue.pie: codel and pie together: a queue has one active queue management; expected one or the other"},
 		{"fq_codel with a byte limit", "network: {down: {rate: 1Mbit/s, queue: {bytes: 64KB, fq_codel: true}}}",
 			"f.yaml:4: network.down.queue.fq_codel: fq_codel with a byte or delay limit: FQ-CoDel's queue is bounded in packets (10240 when left out)"},
+		{"dualpi2 with codel", "network: {down: {rate: 1Mbit/s, queue: {codel: true, dualpi2: true}}}",
+			"f.yaml:4: network.down.queue.dualpi2: dualpi2 with another active queue management: a queue has one; expected one of codel, pie, fq_codel and dualpi2"},
 		{"loss with gilbert", "network: {down: {loss: 1%, gilbert: {p: 1%}}}",
 			"f.yaml:4: network.down.gilbert: gilbert and loss together: expected one loss model, Gilbert-Elliott or independent loss"},
 		{"phase after the end", "network: {down: [{delay: 1ms}, {at: 20s, delay: 2ms}]}",

@@ -264,6 +264,9 @@ type Queue struct {
 	// FQCoDel replaces the FIFO by FQ-CoDel (RFC 8290): per-flow queues
 	// served in turn, each under CoDel.
 	FQCoDel bool `yaml:"fq_codel"`
+	// DualPI2 replaces the FIFO by DualPI2 (RFC 9332, for L4S): an L4S
+	// queue and a classic queue under one coupled PI controller.
+	DualPI2 bool `yaml:"dualpi2"`
 }
 
 // Spikes are extra delays every few seconds (finding N14).

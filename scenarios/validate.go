@@ -190,14 +190,21 @@ func (v validator) network(dir string, phases []Phase) {
 		if q.CoDel && q.PIE {
 			v.rep(p+".queue.pie", []string{p + ".queue.codel"}, "codel and pie together: a queue has one active queue management; expected one or the other")
 		}
-		if q.FQCoDel {
+		for _, s := range []struct {
+			set       bool
+			key, name string
+			limit     string
+		}{{q.FQCoDel, "fq_codel", "FQ-CoDel", "10240"}, {q.DualPI2, "dualpi2", "DualPI2", "10000"}} {
+			if !s.set {
+				continue
+			}
 			switch {
-			case q.CoDel || q.PIE:
-				v.rep(p+".queue.fq_codel", []string{p + ".queue.codel", p + ".queue.pie"}, "fq_codel with codel or pie: a queue has one active queue management; expected one")
+			case q.CoDel || q.PIE || (q.FQCoDel && q.DualPI2 && s.key == "dualpi2"):
+				v.errf(p+".queue."+s.key, nil, "%s with another active queue management: a queue has one; expected one of codel, pie, fq_codel and dualpi2", s.key)
 			case q.Bytes > 0 || q.Delay > 0:
-				v.rep(p+".queue.fq_codel", []string{p + ".queue.bytes", p + ".queue.delay"}, "fq_codel with a byte or delay limit: FQ-CoDel's queue is bounded in packets (10240 when left out)")
+				v.errf(p+".queue."+s.key, []string{p + ".queue.bytes", p + ".queue.delay"}, "%s with a byte or delay limit: %s's queue is bounded in packets (%s when left out)", s.key, s.name, s.limit)
 			case ph.Trace != nil:
-				v.rep(p+".queue.fq_codel", []string{p + ".trace"}, "fq_codel behind a trace: FQ-CoDel is a rate's queue only")
+				v.errf(p+".queue."+s.key, []string{p + ".trace"}, "%s behind a trace: %s is a rate's queue only", s.key, s.name)
 			}
 		}
 		if q != (Queue{}) && !bottleneck {

@@ -198,7 +198,7 @@ func shellSummary(elapsed time.Duration, up, down netem.Stats, refused uint64, e
 // dropReasons lists a link's drops by reason: " (loss 12, queue 3)".
 func dropReasons(s netem.Stats) string {
 	var parts []string
-	for _, r := range []netem.DropReason{netem.DropLoss, netem.DropQueue, netem.DropCoDel, netem.DropPIE, netem.DropOutage,
+	for _, r := range []netem.DropReason{netem.DropLoss, netem.DropQueue, netem.DropCoDel, netem.DropPIE, netem.DropDualPI2, netem.DropOutage,
 		netem.DropBlocked, netem.DropClosed} {
 		if n := s.Dropped[r].Packets; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", r, n))

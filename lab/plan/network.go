@@ -83,6 +83,9 @@ func convertPhase(where, file string, ph scenarios.Phase, traces map[string]*net
 	if ph.Queue.FQCoDel {
 		q.FQCoDel = &netem.FQCoDelParams{} // RFC 8290's defaults
 	}
+	if ph.Queue.DualPI2 {
+		q.DualPI2 = &netem.DualPI2Params{} // RFC 9332's defaults
+	}
 	switch {
 	case ph.Trace != nil:
 		tr, err := loadTrace(file, ph.Trace.File, traces)
@@ -197,6 +200,9 @@ func DescribePhase(ph scenarios.Phase) string {
 		}
 		if q.FQCoDel {
 			lim = append(lim, "FQ-CoDel")
+		}
+		if q.DualPI2 {
+			lim = append(lim, "DualPI2")
 		}
 		add("queue %s", strings.Join(lim, " "))
 	}
