@@ -148,3 +148,31 @@ func TestFQCoDelThroughALink(t *testing.T) {
 		require.Zero(t, st.InFlight.Packets)
 	})
 }
+
+func TestFQCoDelInRealTime(t *testing.T) {
+	// The link's own goroutine lets the held packets go on the wall clock
+	// (as the UDP proxy's links do): 40 packets of 1250 bytes at 10 Mbit/s
+	// take 40 ms, and all arrive, in about that.
+	got := make(chan time.Time, 64)
+	l, err := NewLink(LinkConfig{Name: "rt", Precise: true, Impairments: []Impairment{
+		&Rate{Rate: 10_000_000, Queue: QueueLimit{FQCoDel: &FQCoDelParams{}}},
+	}}, func(p *Packet) { got <- time.Now() })
+	require.NoError(t, err)
+	defer l.Close()
+	start := time.Now()
+	for i := range 40 {
+		require.NoError(t, l.Send(schedPacket(schedArrival{Flow: i % 2, Size: 1250})))
+	}
+	var last time.Time
+	for range 40 {
+		select {
+		case last = <-got:
+		case <-time.After(2 * time.Second):
+			t.Fatal("a held packet never left")
+		}
+	}
+	took := last.Sub(start)
+	t.Logf("40 packets through in %v", took)
+	require.GreaterOrEqual(t, took, 39*time.Millisecond)
+	require.Less(t, took, 200*time.Millisecond)
+}

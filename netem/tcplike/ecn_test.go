@@ -1,6 +1,7 @@
 package tcplike
 
 import (
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -84,4 +85,54 @@ func TestECNL4SScalableResponse(t *testing.T) {
 	require.Zero(t, st.DroppedTotal().Packets)
 	require.Positive(t, ss.ECNCuts)
 	require.Greater(t, g, 0.95*10e6*MSS/(MSS+HeaderBytes), "small cuts keep the link full")
+}
+
+// srtt is the smoothed round trip of the server's one connection.
+func (f *flow) srtt() time.Duration {
+	f.srv.mu.Lock()
+	defer f.srv.mu.Unlock()
+	for _, c := range f.srv.conns {
+		if c.sender != nil {
+			return c.sender.srtt
+		}
+	}
+	return 0
+}
+
+func TestDualPI2L4SFlowBesideAClassicFlow(t *testing.T) {
+	// An L4S flow (DCTCP-like) and a classic CUBIC flow share 10 Mbit/s
+	// under DualPI2, 20 ms each way: the L4S flow sees its queue at about
+	// a millisecond, the classic one a deeper queue bounded by the PI
+	// controller (its smoothed round trip sampled once, at 14 s), and
+	// neither starves.
+	synctest.Test(t, func(t *testing.T) {
+		down := []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{DualPI2: &netem.DualPI2Params{}}},
+			&netem.Delay{Delay: 20 * time.Millisecond}}
+		n := path(t, 1, down, []netem.Impairment{&netem.Delay{Delay: 20 * time.Millisecond}})
+		defer n.Close()
+		l4s := startFlow(t, n, 5000, Config{ECN: ECNL4S})
+		defer l4s.close()
+		classic := startFlow(t, n, 5001, Config{})
+		defer classic.close()
+		var wg sync.WaitGroup
+		var lSRTT, cSRTT time.Duration
+		wg.Go(func() {
+			time.Sleep(14 * time.Second)
+			lSRTT, cSRTT = l4s.srtt(), classic.srtt()
+		})
+		wg.Go(func() { l4s.fetchFor(t, 15*time.Second) })
+		wg.Go(func() { classic.fetchFor(t, 15*time.Second) })
+		wg.Wait()
+		gl, gc := l4s.goodput(5, 15), classic.goodput(5, 15)
+		st := n.Link(serverIP, clientIP).Stats()
+		t.Logf("L4S: srtt %v, %.2f Mbit/s, %+v; classic: srtt %v, %.2f Mbit/s, %+v; link drops %v, marks %d",
+			lSRTT, gl/1e6, l4s.srv.Stats(), cSRTT, gc/1e6, classic.srv.Stats(), st.Dropped, st.Marked.Packets)
+		base := 40 * time.Millisecond
+		require.Less(t, lSRTT-base, 5*time.Millisecond, "the L4S queue stays shallow")
+		require.Greater(t, cSRTT-lSRTT, 2*time.Millisecond, "the classic flow sees a deeper queue")
+		require.Less(t, cSRTT-base, 25*time.Millisecond, "but one the PI controller bounds")
+		require.Greater(t, gl, 1e6)
+		require.Greater(t, gc, 1e6)
+		require.Greater(t, gl+gc, 0.85*10e6*MSS/(MSS+HeaderBytes))
+	})
 }
