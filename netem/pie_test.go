@@ -96,3 +96,22 @@ func TestECNPIEMarksBelowTenPercentAndDropsAbove(t *testing.T) {
 	t.Logf("5%% overload, ect0: drops %v, marks %d", drops2, marks2)
 	require.Positive(t, marks2)
 }
+
+func TestPIEAutoTunesItsStepByP(t *testing.T) {
+	// RFC 8033 section 4.2: the step alpha x (qdelay - target) + beta x
+	// (qdelay - qdelay_old) is divided by 2048 while p < 0.0001%, ... by 2
+	// while p < 10%, and capped at 2% once p >= 10%.
+	c := &PIEParams{}
+	step := DefaultPIEAlpha * 0.015 // 30 ms against a 15 ms target, no change
+	for _, k := range []struct{ p, want float64 }{
+		{0, step / 2048}, {0.000005, step / 512}, {0.00005, step / 128}, {0.0005, step / 32},
+		{0.005, step / 8}, {0.05, step / 2}, {0.5, step},
+	} {
+		s := pieState{p: k.p, qdelayOld: 30 * time.Millisecond}
+		s.update(c, 30*time.Millisecond)
+		require.InDelta(t, k.want, s.p-k.p, 1e-12, "at p = %v", k.p)
+	}
+	s := pieState{p: 0.5, qdelayOld: 0}
+	s.update(c, time.Second)
+	require.InDelta(t, 0.02, s.p-0.5, 1e-12, "the step is capped at 2% above p = 10%")
+}
