@@ -114,6 +114,9 @@ func TestDualPI2L4SFlowBesideAClassicFlow(t *testing.T) {
 		defer l4s.close()
 		classic := startFlow(t, n, 5001, Config{})
 		defer classic.close()
+		// Receivers that acknowledge every segment: with delayed ACKs
+		// the L4S flow starves here (Client.AckEverySegment says so).
+		l4s.cli.AckEverySegment, classic.cli.AckEverySegment = true, true
 		var wg sync.WaitGroup
 		var lSRTT, cSRTT time.Duration
 		wg.Go(func() {
