@@ -179,9 +179,11 @@ type Client struct {
 	// AckEverySegment turns delayed acknowledgements off: every segment
 	// is acknowledged at once, as the model did before it had them (and
 	// as Linux does with quickack set on the route). Set it before the
-	// first Fetch. Under DualPI2, an L4S flow beside a classic CUBIC flow
-	// keeps its shallow queue with it, and starves without it (0.6 Mbit/s
-	// of 10, TestDualPI2L4SFlowBesideAClassicFlow): why was not found.
+	// first Fetch. The model's sender does not pace, so an
+	// acknowledgement of two segments sends two back to back: behind a
+	// marking step shorter than two packets' serialisation (DualPI2's
+	// 1 ms at 10 Mbit/s) the second of each pair is marked
+	// (TestDualPI2L4SFlowBesideAClassicFlow).
 	AckEverySegment bool
 
 	conn net.PacketConn

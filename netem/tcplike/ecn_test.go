@@ -99,43 +99,61 @@ func (f *flow) srtt() time.Duration {
 	return 0
 }
 
+// An L4S flow (DCTCP-like) and a classic CUBIC flow share 10 Mbit/s under
+// DualPI2, 20 ms each way: the L4S flow sees its queue at about a
+// millisecond, the classic one a deeper queue bounded by the PI controller
+// (its smoothed round trip sampled once, at 14 s), and neither starves.
+//
+// The model sends unpaced: an acknowledgement of two segments lets two
+// go back to back, and at 10 Mbit/s a full-sized packet takes 1.2 ms to
+// serialise, so behind RFC 9332's 1 ms step the second of every pair is
+// marked and the L4S flow starves (0.6 Mbit/s, every other segment
+// marked). So the flows' receivers acknowledge every segment under the
+// 1 ms step, and delay their acknowledgements, as Linux's do, under a step
+// of two packets' serialisation (2.5 ms: Linux's dualpi2 can also set its
+// step in packets). L4S senders pace (RFC 9331's Prague requirements),
+// which the model does not.
 func TestDualPI2L4SFlowBesideAClassicFlow(t *testing.T) {
-	// An L4S flow (DCTCP-like) and a classic CUBIC flow share 10 Mbit/s
-	// under DualPI2, 20 ms each way: the L4S flow sees its queue at about
-	// a millisecond, the classic one a deeper queue bounded by the PI
-	// controller (its smoothed round trip sampled once, at 14 s), and
-	// neither starves.
-	synctest.Test(t, func(t *testing.T) {
-		down := []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{DualPI2: &netem.DualPI2Params{}}},
-			&netem.Delay{Delay: 20 * time.Millisecond}}
-		n := path(t, 1, down, []netem.Impairment{&netem.Delay{Delay: 20 * time.Millisecond}})
-		defer n.Close()
-		l4s := startFlow(t, n, 5000, Config{ECN: ECNL4S})
-		defer l4s.close()
-		classic := startFlow(t, n, 5001, Config{})
-		defer classic.close()
-		// Receivers that acknowledge every segment: with delayed ACKs
-		// the L4S flow starves here (Client.AckEverySegment says so).
-		l4s.cli.AckEverySegment, classic.cli.AckEverySegment = true, true
-		var wg sync.WaitGroup
-		var lSRTT, cSRTT time.Duration
-		wg.Go(func() {
-			time.Sleep(14 * time.Second)
-			lSRTT, cSRTT = l4s.srtt(), classic.srtt()
+	for _, c := range []struct {
+		name            string
+		step            time.Duration
+		ackEverySegment bool
+	}{
+		{"every segment acknowledged, 1 ms step", 0, true},
+		{"delayed acknowledgements, 2.5 ms step", 2500 * time.Microsecond, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				down := []netem.Impairment{&netem.Rate{Rate: 10_000_000, Queue: netem.QueueLimit{DualPI2: &netem.DualPI2Params{Step: c.step}}},
+					&netem.Delay{Delay: 20 * time.Millisecond}}
+				n := path(t, 1, down, []netem.Impairment{&netem.Delay{Delay: 20 * time.Millisecond}})
+				defer n.Close()
+				l4s := startFlow(t, n, 5000, Config{ECN: ECNL4S})
+				defer l4s.close()
+				classic := startFlow(t, n, 5001, Config{})
+				defer classic.close()
+				l4s.cli.AckEverySegment, classic.cli.AckEverySegment = c.ackEverySegment, c.ackEverySegment
+				var wg sync.WaitGroup
+				var lSRTT, cSRTT time.Duration
+				wg.Go(func() {
+					time.Sleep(14 * time.Second)
+					lSRTT, cSRTT = l4s.srtt(), classic.srtt()
+				})
+				wg.Go(func() { l4s.fetchFor(t, 15*time.Second) })
+				wg.Go(func() { classic.fetchFor(t, 15*time.Second) })
+				wg.Wait()
+				gl, gc := l4s.goodput(5, 15), classic.goodput(5, 15)
+				st := n.Link(serverIP, clientIP).Stats()
+				t.Logf("L4S: srtt %v, %.2f Mbit/s, %+v; classic: srtt %v, %.2f Mbit/s, %+v; link drops %v, marks %d",
+					lSRTT, gl/1e6, l4s.srv.Stats(), cSRTT, gc/1e6, classic.srv.Stats(), st.Dropped, st.Marked.Packets)
+				base := 40 * time.Millisecond
+				require.Less(t, lSRTT-base, 5*time.Millisecond, "the L4S queue stays shallow")
+				require.Greater(t, cSRTT-lSRTT, 2*time.Millisecond, "the classic flow sees a deeper queue")
+				require.Less(t, cSRTT-base, 25*time.Millisecond, "but one the PI controller bounds")
+				require.Greater(t, gl, 1e6)
+				require.Greater(t, gc, 1e6)
+				require.Greater(t, gl+gc, 0.85*10e6*MSS/(MSS+HeaderBytes))
+			})
 		})
-		wg.Go(func() { l4s.fetchFor(t, 15*time.Second) })
-		wg.Go(func() { classic.fetchFor(t, 15*time.Second) })
-		wg.Wait()
-		gl, gc := l4s.goodput(5, 15), classic.goodput(5, 15)
-		st := n.Link(serverIP, clientIP).Stats()
-		t.Logf("L4S: srtt %v, %.2f Mbit/s, %+v; classic: srtt %v, %.2f Mbit/s, %+v; link drops %v, marks %d",
-			lSRTT, gl/1e6, l4s.srv.Stats(), cSRTT, gc/1e6, classic.srv.Stats(), st.Dropped, st.Marked.Packets)
-		base := 40 * time.Millisecond
-		require.Less(t, lSRTT-base, 5*time.Millisecond, "the L4S queue stays shallow")
-		require.Greater(t, cSRTT-lSRTT, 2*time.Millisecond, "the classic flow sees a deeper queue")
-		require.Less(t, cSRTT-base, 25*time.Millisecond, "but one the PI controller bounds")
-		require.Greater(t, gl, 1e6)
-		require.Greater(t, gc, 1e6)
-		require.Greater(t, gl+gc, 0.85*10e6*MSS/(MSS+HeaderBytes))
-	})
+	}
 }
