@@ -43,15 +43,16 @@ import (
 // goodput differs from another's by 10%, the same seed's in two engines by
 // 1 to 3%).
 //
-// Packet sizes are the one thing the engines do not share by default: over a
-// real socket quic-go sets the DF bit and its path MTU discovery grows packets
-// from 1280 to 1441 bytes of UDP payload, while the in-memory PacketConn
-// cannot set DF, so quic-go stays at 1280 (and an InitialPacketSize above
-// about 1300 makes quic-go v0.65 spin at a frozen instant in a bubble: its
-// pacer keeps the 1280-byte datagram size while its congestion controller
-// takes the configured one). NewReno's loss-limited goodput grows with the
-// packet size, so the bulk flows here turn discovery off in every engine.
-// The media sessions keep the defaults, as the lab's sessions run them.
+// Packet sizes: over a real socket quic-go sets the DF bit and its path MTU
+// discovery grows packets from 1280 to 1441 bytes of UDP payload, and the
+// in-memory PacketConn now takes DF too (netem's path MTU), so every engine
+// grows them alike. (An InitialPacketSize above about 1300 instead makes
+// quic-go v0.65 spin at a frozen instant in a bubble: its pacer keeps the
+// 1280-byte datagram size while its congestion controller takes the
+// configured one.) The bulk flows here still turn discovery off in every
+// engine, as when only real sockets had it: their figures were taken so,
+// and NewReno's loss-limited goodput grows with the packet size. The media
+// sessions keep the defaults, as the lab's sessions run them.
 
 // engineSeeds are the seeds every engine runs.
 var engineSeeds = []uint64{1, 2, 3, 4}

@@ -74,6 +74,9 @@ type Session struct {
 	// phase replaces the whole set, stateful impairments carrying their
 	// state over (netem.LinkConfig.Timeline).
 	UplinkTimeline, DownlinkTimeline []netem.Phase
+	// UplinkMTU and DownlinkMTU are the links' path MTUs
+	// (netem.LinkConfig.MTU); 0 is 1500. QUIC cannot connect below 1308.
+	UplinkMTU, DownlinkMTU int
 	// Lead, when positive, fixes the session's time zero at Lead after the
 	// network is made, before the QUIC handshake starts: the links' epoch
 	// (their timelines, spikes, outages and traces), the screen's time
@@ -308,8 +311,8 @@ func openNetwork(ctx context.Context, s Session, tr transport.Transport) (*sessi
 	upTap, downTap := capt.taps()
 	nw := transport.Network{
 		Seed:     s.Seed,
-		Uplink:   netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, Tap: upTap},
-		Downlink: netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, Tap: downTap},
+		Uplink:   netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, MTU: s.UplinkMTU, Tap: upTap},
+		Downlink: netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, MTU: s.DownlinkMTU, Tap: downTap},
 		Recorder: capt.recorder(),
 	}
 	dialed := time.Now()

@@ -2,6 +2,7 @@ package netem
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -31,6 +32,13 @@ type LinkConfig struct {
 	// Timeline lists later changes, each replacing the whole set of
 	// impairments at its instant. Phases must be in increasing order of At.
 	Timeline []Phase
+	// MTU is the largest IP packet the link carries, in bytes, headers
+	// included; zero means DefaultMTU (Ethernet's 1500). A tunnel is
+	// 1400-ish, PPPoE 1492. A datagram counts its payload plus HeaderBytes
+	// (28 over IPv4, 48 over IPv6): a UDP payload of 1472 bytes fills a
+	// 1500-byte IPv4 path. One larger is dropped when it has DF set
+	// (DropMTU) and otherwise fragmented (Stats.Fragmented); see mtu.go.
+	MTU int
 	// Tap, when set, observes every packet entering and leaving the link
 	// (a capture: package netem/pcap). It runs inside the link's own flow,
 	// so its cost is the link's: keep it quick. Nil costs one comparison
@@ -80,6 +88,7 @@ type Link struct {
 	deliver func(*Packet)
 	precise bool
 	tap     Tap
+	mtu     int
 
 	mu      sync.Mutex
 	pipe    *pipeline
@@ -114,16 +123,24 @@ func NewLink(cfg LinkConfig, deliver func(*Packet)) (*Link, error) {
 	if cfg.Epoch.IsZero() {
 		cfg.Epoch = time.Now()
 	}
+	if cfg.MTU == 0 {
+		cfg.MTU = DefaultMTU
+	}
+	if cfg.MTU < MinMTU {
+		return nil, fmt.Errorf("netem: link %s: MTU %d is below IPv4's minimum of %d bytes", cfg.Name, cfg.MTU, MinMTU)
+	}
 	l := &Link{
 		name:    cfg.Name,
 		deliver: deliver,
 		precise: cfg.Precise,
 		tap:     cfg.Tap,
+		mtu:     cfg.MTU,
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	l.pipe = newPipeline(cfg.Name, cfg.Seed, cfg.Epoch, &l.stats)
+	l.pipe.mtu = cfg.MTU
 	l.pipe.set(cfg.Impairments)
 	l.pipe.timeline = append([]Phase(nil), cfg.Timeline...)
 	go l.loop()
@@ -132,6 +149,9 @@ func NewLink(cfg LinkConfig, deliver func(*Packet)) (*Link, error) {
 
 // Name returns the link's name.
 func (l *Link) Name() string { return l.name }
+
+// MTU returns the largest IP packet the link carries (LinkConfig.MTU).
+func (l *Link) MTU() int { return l.mtu }
 
 // Send offers p to the link, which takes ownership of it (and of p.Data).
 // It never blocks on the network: the fate is decided at once.

@@ -139,6 +139,27 @@ func (n *Network) linkFor(from, to netip.Addr) (*Link, error) {
 	return l, nil
 }
 
+// PathMTU is the MTU of the path from host from to host to: the least of
+// its links' (from's out link, the route's link, to's in link), DefaultMTU
+// for a route whose perfect link is not made yet.
+func (n *Network) PathMTU(from, to netip.Addr) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	mtu := DefaultMTU
+	if l := n.links[route{from, to}]; l != nil {
+		mtu = l.mtu
+	}
+	for _, l := range []*Link{n.hostOut[from], n.hostIn[to]} {
+		if l != nil {
+			mtu = min(mtu, l.mtu)
+		}
+	}
+	return mtu
+}
+
+// PathMTU is the MTU of the path from c to host to (Network.PathMTU).
+func (c *PacketConn) PathMTU(to netip.Addr) int { return c.net.PathMTU(c.local.Addr(), to) }
+
 // Listen binds an endpoint to addr. Port 0 picks a free port.
 func (n *Network) Listen(addr netip.AddrPort) (*PacketConn, error) {
 	if !addr.Addr().IsValid() {
@@ -424,8 +445,13 @@ type PacketConn struct {
 	recvLimit   int // bytes; 0 means recvBufferBytes
 	dropped     Counter
 	closed      bool
-
-	ecn atomic.Uint32 // the ECN codepoint of what c sends
+	ecn         atomic.Uint32 // the ECN codepoint of what c sends through WriteTo
+	// df and recvTOS are the socket options the endpoint's owner set
+	// through SyscallConn (oob_linux.go): DF on what it sends, and the
+	// ECN bits in a control message with what it reads.
+	df, recvTOS bool
+	// opts is the real socket that holds those options; see SyscallConn.
+	opts socketOptions
 }
 
 var _ net.PacketConn = (*PacketConn)(nil)
@@ -449,11 +475,24 @@ func (c *PacketConn) SetECN(e ECN) { c.ecn.Store(uint32(e)) }
 // it arrived (CE if a queue on the way marked it), as IP_RECVTOS gives a
 // socket.
 func (c *PacketConn) ReadFromECN(b []byte) (int, net.Addr, ECN, error) {
+	p, err := c.next(true)
+	if err != nil {
+		return 0, nil, NotECT, err
+	}
+	n, from, ecn := copy(b, p.Data), p.From, p.ECN
+	p.release()
+	return n, from, ecn, nil
+}
+
+// next takes the oldest unread packet, waiting for one if block is set;
+// without block it returns nil, nil when none waits. The caller releases
+// the packet once it has copied what it needs.
+func (c *PacketConn) next(block bool) (*Packet, error) {
 	c.mu.Lock()
 	for {
 		if c.closed {
 			c.mu.Unlock()
-			return 0, nil, NotECT, c.opError("read", net.ErrClosed)
+			return nil, c.opError("read", net.ErrClosed)
 		}
 		if c.head < len(c.queue) {
 			p := c.queue[c.head]
@@ -466,13 +505,15 @@ func (c *PacketConn) ReadFromECN(b []byte) (int, net.Addr, ECN, error) {
 			}
 			c.queuedBytes -= p.Size()
 			c.mu.Unlock()
-			n, from, ecn := copy(b, p.Data), p.From, p.ECN
-			p.release()
-			return n, from, ecn, nil
+			return p, nil
+		}
+		if !block {
+			c.mu.Unlock()
+			return nil, nil
 		}
 		if wait.Passed(c.deadline.Read) {
 			c.mu.Unlock()
-			return 0, nil, NotECT, c.opError("read", errTimeout)
+			return nil, c.opError("read", errTimeout)
 		}
 		changed, deadline := c.changed.Wait(), c.deadline.Read
 		c.mu.Unlock()
@@ -488,24 +529,34 @@ func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if err != nil {
 		return 0, c.opError("write", err)
 	}
-	if len(b) > MaxDatagram {
-		return 0, c.opError("write", fmt.Errorf("message too long: %d bytes", len(b)))
-	}
-	c.mu.Lock()
-	closed, deadline := c.closed, c.deadline.Write
-	c.mu.Unlock()
-	if closed {
-		return 0, c.opError("write", net.ErrClosed)
-	}
-	if wait.Passed(deadline) {
-		return 0, c.opError("write", errTimeout)
-	}
-	p := newPacket(b, c.addr, to)
-	p.ECN = ECN(c.ecn.Load())
-	if err := c.net.send(c.local.Addr(), to.AddrPort().Addr(), p); err != nil {
-		return 0, c.opError("write", err)
+	if err := c.write(b, to, ECN(c.ecn.Load())); err != nil {
+		return 0, err
 	}
 	return len(b), nil
+}
+
+// write sends one datagram to to, carrying the ECN codepoint ecn. It
+// carries DF when the endpoint's owner asked for it.
+func (c *PacketConn) write(b []byte, to *net.UDPAddr, ecn ECN) error {
+	if len(b) > MaxDatagram {
+		return c.opError("write", fmt.Errorf("message too long: %d bytes", len(b)))
+	}
+	c.mu.Lock()
+	closed, deadline, df := c.closed, c.deadline.Write, c.df
+	c.mu.Unlock()
+	if closed {
+		return c.opError("write", net.ErrClosed)
+	}
+	if wait.Passed(deadline) {
+		return c.opError("write", errTimeout)
+	}
+	p := newPacket(b, c.addr, to)
+	p.DF = df
+	p.ECN = ecn
+	if err := c.net.send(c.local.Addr(), to.AddrPort().Addr(), p); err != nil {
+		return c.opError("write", err)
+	}
+	return nil
 }
 
 func udpAddr(addr net.Addr) (*net.UDPAddr, error) {
@@ -587,6 +638,7 @@ func (c *PacketConn) Close() error {
 	c.queue, c.head, c.queuedBytes = nil, 0, 0
 	c.changed.Broadcast()
 	c.mu.Unlock()
+	c.opts.close()
 	c.net.unbind(c)
 	for _, p := range unread {
 		c.net.countNoRoute(p)

@@ -25,6 +25,12 @@ type Packet struct {
 	// ECN is the packet's two ECN bits (RFC 3168) as its sender set them; a
 	// queue that marks congestion sets them to CE on the way.
 	ECN ECN
+	// DF is the IP header's Don't Fragment bit: a link drops a DF datagram
+	// larger than its MTU (DropMTU) instead of fragmenting it. Endpoints
+	// set it when their owner asked the socket for it (PacketConn's
+	// SyscallConn: IP_MTU_DISCOVER), as quic-go does for path MTU
+	// discovery.
+	DF bool
 }
 
 // ECN is the ECN field of an IP header (RFC 3168, section 5).
@@ -112,4 +118,5 @@ const (
 	DropClosed  DropReason = "closed"   // still in flight when the link closed
 	DropNoRoute DropReason = "no-route" // no endpoint at the destination address
 	DropRecvBuf DropReason = "recv-buf" // the receiving endpoint's buffer was full
+	DropMTU     DropReason = "mtu"      // larger than the link's MTU with DF set
 )

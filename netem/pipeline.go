@@ -40,6 +40,7 @@ type pipeline struct {
 	timeline   []Phase // phases not yet in force, by At
 	generation int     // how many configurations this pipeline has had
 	seq        uint64
+	mtu        int // 0 (a bare pipeline in tests) carries any size
 	stats      *Stats
 	// dropped is why the last packet offered was dropped, "" if it was
 	// not: a link's Tap needs the reason, which the counters lose.
@@ -168,6 +169,14 @@ func (pl *pipeline) process(p *Packet, at time.Time, out []Delivery) []Delivery 
 	// What the scheduling queues send before at leaves first: they must
 	// not see this packet then.
 	out = pl.release(at, out)
+	if pl.mtu > 0 && p.Size()+HeaderBytes(p) > pl.mtu {
+		if p.DF {
+			pl.stats.drop(DropMTU, p)
+			pl.dropped = DropMTU
+			return out
+		}
+		pl.stats.Fragmented++
+	}
 	return pl.run(p, at, 0, out)
 }
 

@@ -52,6 +52,10 @@ type Stats struct {
 	// Marked counts the packets a queue marked CE instead of dropping them
 	// (ECN); they are delivered, and counted in Delivered too.
 	Marked Counter
+	// Fragmented counts the datagrams larger than the link's MTU that it
+	// carried in fragments (those without DF). They are counted once,
+	// whole, in Offered and Delivered (see mtu.go).
+	Fragmented uint64
 	// Queued is the waiting time in the bottleneck queue.
 	Queued QueueStats
 	// Backlog is what waits in the bottleneck queue now.

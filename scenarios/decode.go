@@ -439,6 +439,14 @@ func (net *Network) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
 		return phases
 	}
 	net.Up, net.Down = dir(up, "up"), dir(down, "down")
+	for _, m := range []struct {
+		key string
+		to  *int
+	}{{"up_mtu", &net.UpMTU}, {"down_mtu", &net.DownMTU}} {
+		if v := o.get(m.key); v != nil {
+			d.value(reflect.ValueOf(m.to).Elem(), fieldOf(reflect.TypeFor[Network](), m.key), v, p.key(m.key))
+		}
+	}
 	return true
 }
 

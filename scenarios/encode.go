@@ -128,6 +128,14 @@ func (net *Network) encodeNode() *yaml.Node {
 			}
 		}
 	}
+	for _, d := range []struct {
+		key string
+		mtu int
+	}{{"up_mtu", net.UpMTU}, {"down_mtu", net.DownMTU}} {
+		if d.mtu != 0 {
+			m.Content = append(m.Content, str(d.key), encodeValue(reflect.ValueOf(d.mtu), fieldOf(reflect.TypeFor[Network](), d.key)))
+		}
+	}
 	return m
 }
 

@@ -95,6 +95,13 @@ type Network struct {
 	Up []Phase `yaml:"up" expected:"a phase (a mapping) or a list of phases"`
 	// Down is the agent -> viewer timeline (the video).
 	Down []Phase `yaml:"down" expected:"a phase (a mapping) or a list of phases"`
+	// UpMTU and DownMTU are each direction's path MTU: the largest IP
+	// packet it carries, headers included (a UDP payload counts 28 bytes
+	// more over IPv4); 0 is Ethernet's 1500. A tunnel is about 1400,
+	// PPPoE 1492. QUIC sets DF and finds the size by probing; below 1308
+	// its first packets cannot cross (netem.LinkConfig.MTU).
+	UpMTU   int `yaml:"up_mtu" format:"size" hint:" (leave up_mtu out for 1500B)"`
+	DownMTU int `yaml:"down_mtu" format:"size" hint:" (leave down_mtu out for 1500B)"`
 }
 
 // Flow is one flow of other traffic, sharing the session's links (the

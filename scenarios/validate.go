@@ -44,6 +44,8 @@ func validate(s *Scenario, rep reporter) {
 	v.top()
 	v.network("network.up", s.Network.Up)
 	v.network("network.down", s.Network.Down)
+	v.mtu("network.up_mtu", s.Network.UpMTU)
+	v.mtu("network.down_mtu", s.Network.DownMTU)
 	v.screen()
 	v.agent()
 	v.viewer()
@@ -126,6 +128,16 @@ func (v validator) nonNeg(field string, d time.Duration) {
 func (v validator) fraction(field string, f float64) {
 	if !(f >= 0 && f <= 1) {
 		v.errf(field, nil, "%s out of range: expected a percentage from 0%% to 100%%", FormatPercent(f))
+	}
+}
+
+// mtu refuses a path MTU a link cannot have: below IPv4's minimum, or
+// above what a length field holds. One below QUIC's 1308 is a path the
+// session cannot cross, which the run reports; the loader leaves it be, as
+// a scenario may show just that.
+func (v validator) mtu(field string, mtu int) {
+	if mtu != 0 && (mtu < netem.MinMTU || mtu > 65535) {
+		v.errf(field, nil, "%s out of range: expected a size from %s to 65535B", FormatBytes(mtu), FormatBytes(netem.MinMTU))
 	}
 }
 

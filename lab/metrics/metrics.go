@@ -183,7 +183,7 @@ func New(reg prometheus.Registerer, labels prometheus.Labels) (*Metrics, error) 
 		m.queueDelay.WithLabelValues(d)
 		m.delivered.WithLabelValues(d)
 		for _, r := range []netem.DropReason{netem.DropLoss, netem.DropQueue, netem.DropCoDel, netem.DropPIE, netem.DropDualPI2, netem.DropOutage,
-			netem.DropBlocked, netem.DropClosed, netem.DropNoRoute, netem.DropRecvBuf} {
+			netem.DropBlocked, netem.DropClosed, netem.DropNoRoute, netem.DropRecvBuf, netem.DropMTU} {
 			m.linkDropped.WithLabelValues(d, string(r))
 		}
 	}

@@ -39,6 +39,9 @@ type Plan struct {
 	// instants from time zero.
 	Uplink, Downlink                 []netem.Impairment
 	UplinkTimeline, DownlinkTimeline []netem.Phase
+	// UplinkMTU and DownlinkMTU are the links' MTUs (netem.LinkConfig.MTU;
+	// 0 is netem's default, 1500).
+	UplinkMTU, DownlinkMTU int
 	// Screen is the agent PC's screen; nil is the documented full-screen
 	// animation (N3).
 	Screen *screen.Config
@@ -106,6 +109,7 @@ func Convert(sc *scenarios.Scenario) (*Plan, error) {
 	if s.Downlink, s.DownlinkTimeline, p.DownlinkCapacity, p.Network.Down, err = convertLink("down", sc.File, sc.Network.Down, traces); err != nil {
 		return nil, err
 	}
+	s.UplinkMTU, s.DownlinkMTU = sc.Network.UpMTU, sc.Network.DownMTU
 	if s.Screen, err = convertScreen(sc.File, sc.Screen, sc.Agent.Refresh); err != nil {
 		return nil, err
 	}

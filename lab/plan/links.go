@@ -55,8 +55,8 @@ func ShellLinks(sc *scenarios.Scenario) (up, down netem.LinkConfig, flows []traf
 // "up" and "down", each with the plan's seed, counted from their own
 // creation.
 func (p *Plan) links() (up, down netem.LinkConfig) {
-	up = netem.LinkConfig{Name: "up", Seed: p.Seed, Impairments: p.Uplink, Timeline: p.UplinkTimeline}
-	down = netem.LinkConfig{Name: "down", Seed: p.Seed, Impairments: p.Downlink, Timeline: p.DownlinkTimeline}
+	up = netem.LinkConfig{Name: "up", Seed: p.Seed, Impairments: p.Uplink, Timeline: p.UplinkTimeline, MTU: p.UplinkMTU}
+	down = netem.LinkConfig{Name: "down", Seed: p.Seed, Impairments: p.Downlink, Timeline: p.DownlinkTimeline, MTU: p.DownlinkMTU}
 	return up, down
 }
 

@@ -123,19 +123,30 @@ func Delayed(n *netem.Network, conn *netem.PacketConn, d time.Duration, name str
 	if err != nil {
 		return nil, fmt.Errorf("flows: %s: %w", name, err)
 	}
-	return &delayedConn{PacketConn: conn, link: link}, nil
+	return &delayedConn{PacketConn: conn, endpoint: conn, link: link}, nil
 }
 
 // delayedConn is Delayed's conn: reads from the endpoint, writes through
-// the delay.
+// the delay. It holds the endpoint as a plain net.PacketConn: promoted, the
+// endpoint's out-of-band methods (WriteMsgUDP, SyscallConn) would let
+// quic-go write around the delay. Datagrams re-enter the network by
+// Inject, which sets no DF, so QUIC over a delayed endpoint keeps its
+// 1280-byte packets, without path MTU discovery.
 type delayedConn struct {
-	*netem.PacketConn
-	link *netem.Link
-	ecn  atomic.Uint32 // the ECN codepoint of what it sends
+	net.PacketConn
+	endpoint *netem.PacketConn
+	link     *netem.Link
+	ecn      atomic.Uint32 // the ECN codepoint of what it sends
 }
 
 // SetECN sets the ECN codepoint of what the conn sends, through its delay.
 func (c *delayedConn) SetECN(e netem.ECN) { c.ecn.Store(uint32(e)) }
+
+// SetReadBuffer sets the endpoint's receive buffer (quic-go asks for one).
+func (c *delayedConn) SetReadBuffer(bytes int) error { return c.endpoint.SetReadBuffer(bytes) }
+
+// SetWriteBuffer is the endpoint's (accepted and ignored).
+func (c *delayedConn) SetWriteBuffer(bytes int) error { return c.endpoint.SetWriteBuffer(bytes) }
 
 // WriteTo implements net.PacketConn.
 func (c *delayedConn) WriteTo(b []byte, addr net.Addr) (int, error) {
@@ -158,4 +169,9 @@ func (c *delayedConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 func (c *delayedConn) Close() error {
 	c.link.Close()
 	return c.PacketConn.Close()
+}
+
+// ReadFromECN reads from the endpoint with the datagram's ECN codepoint.
+func (c *delayedConn) ReadFromECN(b []byte) (int, net.Addr, netem.ECN, error) {
+	return c.endpoint.ReadFromECN(b)
 }

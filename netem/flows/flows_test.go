@@ -246,3 +246,19 @@ func TestWebFetchesItsObjects(t *testing.T) {
 }
 
 var _ net.PacketConn = (*delayedConn)(nil)
+
+// A delayed endpoint shows quic-go a plain conn: the endpoint's
+// out-of-band methods would write around the delay.
+func TestMTUDelayedHidesTheOutOfBandAPI(t *testing.T) {
+	n := netem.NewNetwork(1)
+	defer n.Close()
+	c, err := Delayed(n, n.MustListen("10.0.0.1:1"), time.Millisecond, "d")
+	require.NoError(t, err)
+	defer c.Close()
+	_, oob := c.(interface {
+		WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error)
+	})
+	require.False(t, oob)
+	_, buffer := c.(interface{ SetReadBuffer(int) error })
+	require.True(t, buffer, "quic-go still sets the endpoint's receive buffer")
+}

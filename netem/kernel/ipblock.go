@@ -11,6 +11,11 @@ import (
 
 // ipLink adapts a link's configuration to IP packets: see ipImpairments.
 func ipLink(cfg netem.LinkConfig) netem.LinkConfig {
+	// The link carries whole IP packets, headers included in their size,
+	// and the TUN devices' MTU (Config.MTU) bounds them already: the
+	// link's own MTU, which adds IP and UDP headers to a datagram's
+	// payload, must not count them again, so it is out of reach here.
+	cfg.MTU = ipPacketMTU
 	cfg.Impairments = ipImpairments(cfg.Impairments)
 	cfg.Timeline = slices.Clone(cfg.Timeline)
 	for i := range cfg.Timeline {
@@ -18,6 +23,9 @@ func ipLink(cfg netem.LinkConfig) netem.LinkConfig {
 	}
 	return cfg
 }
+
+// ipPacketMTU is above any IP packet plus the headers a link adds to it.
+const ipPacketMTU = 1<<16 + 48
 
 // ipImpairments replaces netem.Block, which drops every packet of a link
 // that carries datagrams, by udpBlock, which drops the UDP ones of a link

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nuvirahub/latencylab/netem"
 	"github.com/quic-go/quic-go"
 )
 
@@ -144,6 +145,9 @@ func OpenKeyLog(ctx context.Context, serverConn, clientConn net.PacketConn, dial
 	if err != nil {
 		p.Close() // ends the Accept too
 		<-acc
+		if mtuErr := checkPathMTU(serverConn, clientConn, conf); mtuErr != nil {
+			return nil, fmt.Errorf("quicpair: dial %v: %w (%w)", dial, mtuErr, err)
+		}
 		return nil, fmt.Errorf("quicpair: dial %v: %w", dial, err)
 	}
 	a := <-acc
@@ -153,6 +157,37 @@ func OpenKeyLog(ctx context.Context, serverConn, clientConn net.PacketConn, dial
 	}
 	p.Server = a.c
 	return p, nil
+}
+
+// ErrPathMTU is why a handshake over an in-memory path whose MTU is too
+// small for QUIC's first packets fails: quic-go sends them with DF, so the
+// link drops every one (netem.DropMTU) and the handshake times out.
+var ErrPathMTU = errors.New("path MTU too small for QUIC")
+
+// checkPathMTU explains a failed handshake between two endpoints of an
+// in-memory network: it returns an error wrapping ErrPathMTU, naming the
+// path and the sizes, when a direction's MTU cannot carry quic-go's
+// initial packets with their IP and UDP headers. Other conns, or a path
+// wide enough, give nil.
+func checkPathMTU(serverConn, clientConn net.PacketConn, conf *quic.Config) error {
+	server, ok1 := serverConn.(*netem.PacketConn)
+	client, ok2 := clientConn.(*netem.PacketConn)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	size := 1280 // quic-go's default InitialPacketSize
+	if conf != nil && conf.InitialPacketSize > 0 {
+		size = int(conf.InitialPacketSize)
+	}
+	for _, dir := range [][2]*netem.PacketConn{{client, server}, {server, client}} {
+		from, to := dir[0].LocalAddr().(*net.UDPAddr), dir[1].LocalAddr().(*net.UDPAddr)
+		header := netem.HeaderBytes(&netem.Packet{To: to})
+		if mtu := dir[0].PathMTU(to.AddrPort().Addr()); mtu < size+header {
+			return fmt.Errorf("%w: the path %v -> %v has an MTU of %d bytes, and QUIC's %d-byte initial packets need %d with their IP and UDP headers",
+				ErrPathMTU, from, to, mtu, size, size+header)
+		}
+	}
+	return nil
 }
 
 // Close closes both connections and both transports, and waits until
