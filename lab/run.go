@@ -71,7 +71,7 @@ func sessionOf(p *plan.Plan) Session {
 		Seed: p.Seed, Duration: p.Duration,
 		Uplink: p.Uplink, Downlink: p.Downlink,
 		UplinkTimeline: p.UplinkTimeline, DownlinkTimeline: p.DownlinkTimeline,
-		UplinkMTU: p.UplinkMTU, DownlinkMTU: p.DownlinkMTU,
+		UplinkMTU: p.UplinkMTU, DownlinkMTU: p.DownlinkMTU, ECN: p.ECN,
 		Screen: p.Screen, Agent: p.Agent, Viewer: p.Viewer,
 		AgentClock:  HostClock{Offset: p.Clocks.Agent.Offset, DriftPPM: p.Clocks.Agent.DriftPPM},
 		ViewerClock: HostClock{Offset: p.Clocks.Viewer.Offset, DriftPPM: p.Clocks.Viewer.DriftPPM},

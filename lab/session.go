@@ -77,6 +77,10 @@ type Session struct {
 	// UplinkMTU and DownlinkMTU are the links' path MTUs
 	// (netem.LinkConfig.MTU); 0 is 1500. QUIC cannot connect below 1308.
 	UplinkMTU, DownlinkMTU int
+	// ECN makes the session's QUIC connection ECN-capable: quic-go marks
+	// its packets ECT(0) and takes CE marks as congestion events
+	// (transport.Network.ECN).
+	ECN bool
 	// Lead, when positive, fixes the session's time zero at Lead after the
 	// network is made, before the QUIC handshake starts: the links' epoch
 	// (their timelines, spikes, outages and traces), the screen's time
@@ -314,6 +318,7 @@ func openNetwork(ctx context.Context, s Session, tr transport.Transport) (*sessi
 		Uplink:   netem.LinkConfig{Name: "uplink", Epoch: epoch, Impairments: s.Uplink, Timeline: s.UplinkTimeline, MTU: s.UplinkMTU, Tap: upTap},
 		Downlink: netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, MTU: s.DownlinkMTU, Tap: downTap},
 		Recorder: capt.recorder(),
+		ECN:      s.ECN,
 	}
 	dialed := time.Now()
 	conn, err := tr.Open(ctx, nw)

@@ -2,17 +2,36 @@ package netem
 
 // The ECN bits of the IP header, as a sender asks for them in a control
 // message (IP_TOS, IPV6_TCLASS) and a receiver reads them in one. These two
-// functions are the one place where an endpoint's control messages meet
-// the packet. Today the in-memory path clears the bits of what is sent
-// through control messages, as some real paths do (ECN bleaching): quic-go,
-// whose marked packets come back unmarked, fails its ECN validation and
-// stops marking (RFC 9000, section 13.4.2). Plain writers set a packet's
-// codepoint with PacketConn.SetECN and read it with ReadFromECN.
+// methods are the one place where an endpoint's control messages meet the
+// packet. An endpoint passes them only when its owner chose ECN
+// (PacketConn.PassECN): a scenario's ECN-capable session or flow. Otherwise
+// the path clears them, as some real paths do (ECN bleaching), and quic-go,
+// whose marked packets then come back unmarked, fails its ECN validation
+// and stops marking (RFC 9000, section 13.4.2), which keeps a QUIC flow
+// that did not choose ECN as it was before packets carried the bits. Plain
+// writers set a packet's codepoint with SetECN and read it with
+// ReadFromECN, whatever PassECN says.
+
+// PassECN sets whether the ECN bits the endpoint's owner writes and reads
+// through control messages (quic-go's out-of-band API: WriteMsgUDP,
+// ReadMsgUDP, ReadBatch) travel with its datagrams. Off (the default), a
+// datagram sent leaves Not-ECT and one received reports Not-ECT, as on a
+// path that clears the bits.
+func (c *PacketConn) PassECN(on bool) { c.passECN.Store(on) }
 
 // sentECN is the codepoint of a datagram whose sender asked for the ECN
-// bits in tos (its low two bits): Not-ECT, the path clears them.
-func sentECN(tos byte) ECN { return NotECT }
+// bits in tos (its low two bits).
+func (c *PacketConn) sentECN(tos byte) ECN {
+	if !c.passECN.Load() {
+		return NotECT
+	}
+	return ECN(tos & 0b11)
+}
 
-// receivedECN is the ECN byte a control message reports for p: Not-ECT
-// (0), the path clears it.
-func receivedECN(*Packet) byte { return 0 }
+// receivedECN is the ECN byte a control message reports for p.
+func (c *PacketConn) receivedECN(p *Packet) byte {
+	if !c.passECN.Load() {
+		return byte(NotECT)
+	}
+	return byte(p.ECN)
+}

@@ -446,6 +446,7 @@ type PacketConn struct {
 	dropped     Counter
 	closed      bool
 	ecn         atomic.Uint32 // the ECN codepoint of what c sends through WriteTo
+	passECN     atomic.Bool   // see PassECN
 	// df and recvTOS are the socket options the endpoint's owner set
 	// through SyscallConn (oob_linux.go): DF on what it sends, and the
 	// ECN bits in a control message with what it reads.

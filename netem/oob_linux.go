@@ -171,7 +171,7 @@ func (c *PacketConn) unpack(p *Packet, b, oob []byte) (n, oobn, flags int, addr 
 	recvTOS := c.recvTOS
 	c.mu.Unlock()
 	if recvTOS {
-		oobn = putECN(oob, receivedECN(p), c.local.Addr().Unmap().Is4())
+		oobn = putECN(oob, c.receivedECN(p), c.local.Addr().Unmap().Is4())
 	}
 	p.release()
 	return n, oobn, flags, addr
@@ -228,7 +228,7 @@ func (c *PacketConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int,
 			bits = byte(binary.NativeEndian.Uint32(m.Data))
 		}
 	}
-	ecn := sentECN(bits)
+	ecn := c.sentECN(bits)
 	if len(b) == 0 { // an empty datagram is one datagram
 		return 0, len(oob), c.write(b, addr, ecn)
 	}

@@ -279,7 +279,7 @@ func TestMistakes(t *testing.T) {
 		{"normalised key", "network: {down: {block-udp: true}}",
 			`f.yaml:4: network.down.block-udp: unknown key "block-udp": did you mean block_udp? allowed keys: at, delay, jitter, loss, gilbert, duplicate, corrupt, rate, overhead, trace, queue, spikes, outages, block_udp`},
 		{"merge key", "base: &b {delay: 1ms}\n",
-			`f.yaml:4: base: unknown key "base": allowed keys: name, description, findings, groups, duration, seed, network, screen, agent, viewer, clocks, controller, switches, path, traffic, expect`},
+			`f.yaml:4: base: unknown key "base": allowed keys: name, description, findings, groups, duration, seed, network, screen, agent, viewer, clocks, controller, switches, path, ecn, traffic, expect`},
 		{"yaml merge key", "network: {down: {<<: {delay: 1ms}}}",
 			"f.yaml:4: network.down.<<: YAML merge keys (<<) are not supported: values shared by many scenarios go in defaults.yaml"},
 		{"not a mapping", "agent: openh264",

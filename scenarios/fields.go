@@ -152,6 +152,7 @@ var nameLists = map[string]func() []string{
 	"framesizes":    func() []string { return FrameSizes },
 	"congestions":   func() []string { return Congestions },
 	"ecns":          func() []string { return ECNs },
+	"sessionecns":   func() []string { return SessionECNs },
 	"policies":      func() []string { return ViewerPolicies },
 }
 

@@ -70,6 +70,10 @@ var Congestions = []string{"cubic", "reno", "bbr"}
 // virtual time).
 var ECNs = []string{"classic", "l4s"}
 
+// SessionECNs are the ECN modes of the session's QUIC connection: quic-go
+// has the classic response only (no scalable one, for L4S).
+var SessionECNs = []string{"classic"}
+
 // MainFlow is the name of the scenario's own session among the flows of
 // the flow measurements.
 const MainFlow = "main"

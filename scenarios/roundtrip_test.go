@@ -124,6 +124,7 @@ func TestEveryKey(t *testing.T) {
 			OldABRSinglePeaks: true},
 		Path: Path{Connect: "auto", AgentNAT: "symmetric", ViewerNAT: "full-cone", RelayDelay: 2500 * time.Microsecond,
 			IgnoreLANCandidates: true, ForceRelay: true},
+		ECN: "classic",
 		Traffic: []Flow{
 			{Name: "download", Kind: "tcp-bulk", Start: 10 * time.Second, Stop: 25 * time.Second, Direction: "down",
 				Congestion: "reno", ECN: "classic", Delay: 20 * time.Millisecond},

@@ -75,6 +75,12 @@ type Scenario struct {
 	// Path is how the PCs reach each other: one word, the strategy, or a
 	// mapping.
 	Path Path `yaml:"path"`
+	// ECN makes the session's QUIC connection ECN-capable: classic is
+	// quic-go's, ECT(0) on its packets once it has seen its marks come
+	// back, and a CE mark taken as a congestion event, as a loss is (RFC
+	// 9000 section 13.4, RFC 9002 section 7.1). Left out, the session is
+	// not ECN-capable: the path clears the bits, and quic-go stops marking.
+	ECN string `yaml:"ecn" expected:"the session's ECN mode: {names}" names:"sessionecns"`
 	// Traffic is other traffic on the path: flows that share the
 	// session's links (their bottleneck and queue) from their start to
 	// their stop.

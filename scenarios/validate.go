@@ -88,6 +88,13 @@ func (v validator) top() {
 			v.errf(f, nil, "finding %s is listed twice", id)
 		}
 	}
+	switch {
+	case s.ECN == "" || slices.Contains(SessionECNs, s.ECN):
+	case s.ECN == "l4s":
+		v.errf("ecn", nil, "the session's ECN cannot be l4s: quic-go has no scalable (L4S) response to marks; expected classic")
+	default:
+		v.rep("ecn", nil, checkName(s.ECN, "ECN mode", "sessionecns", SessionECNs))
+	}
 	for i, g := range s.Groups {
 		f := "groups" + idx(i)
 		if msg := checkName(g, "group", "groups", Groups); msg != "" {

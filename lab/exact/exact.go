@@ -389,11 +389,17 @@ var ErrNative = errors.New("exact: the scenario runs natively only")
 // WebAssembly, which has no cgo. It runs natively (go test, lab run, the
 // jobs without -exact), where the real encoder's session is the same from
 // run to run in what the encoder and decoder decide (lab's
-// TestRealDeterministic).
+// TestRealDeterministic). Nor can an ECN-capable session: quic-go reads and
+// sets the ECN bits only through a Linux conn's out-of-band API, and in the
+// WebAssembly guest it has a plain one.
 func Supports(sc *scenarios.Scenario) error {
 	if slices.Contains(openh264.Presets(), sc.Agent.Encoder) {
 		return fmt.Errorf("%w: %s names agent.encoder %s, OpenH264 through cgo, and exact sessions run in WebAssembly, which cannot run cgo: run it natively (go test, lab run, or the jobs without -exact)",
 			ErrNative, sc.Name, sc.Agent.Encoder)
+	}
+	if sc.ECN != "" {
+		return fmt.Errorf("%w: %s sets ecn, and quic-go in the WebAssembly guest neither sets nor reads the ECN bits (it does through a Linux socket's control messages only): run it natively (go test, or the jobs without -exact)",
+			ErrNative, sc.Name)
 	}
 	return nil
 }

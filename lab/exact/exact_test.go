@@ -295,6 +295,14 @@ func TestRealEncoderRunsNativelyOnly(t *testing.T) {
 	require.NoError(t, Supports(&scenarios.Scenario{Name: "model", Agent: scenarios.Agent{Encoder: "openh264-asm"}}))
 }
 
+// An ECN-capable session is refused too: the guest's quic-go has no
+// out-of-band conn, so its packets would go unmarked.
+func TestECNSessionRunsNativelyOnly(t *testing.T) {
+	err := Supports(&scenarios.Scenario{Name: "ecn", ECN: "classic"})
+	require.ErrorIs(t, err, ErrNative)
+	require.ErrorContains(t, err, "sets ecn")
+}
+
 // cpuTime is the process's user and system CPU time so far.
 func cpuTime(tb testing.TB) time.Duration {
 	tb.Helper()

@@ -42,6 +42,9 @@ type Plan struct {
 	// UplinkMTU and DownlinkMTU are the links' MTUs (netem.LinkConfig.MTU;
 	// 0 is netem's default, 1500).
 	UplinkMTU, DownlinkMTU int
+	// ECN makes the session's QUIC connection ECN-capable (the scenario's
+	// ecn: classic).
+	ECN bool
 	// Screen is the agent PC's screen; nil is the documented full-screen
 	// animation (N3).
 	Screen *screen.Config
@@ -110,6 +113,7 @@ func Convert(sc *scenarios.Scenario) (*Plan, error) {
 		return nil, err
 	}
 	s.UplinkMTU, s.DownlinkMTU = sc.Network.UpMTU, sc.Network.DownMTU
+	s.ECN = sc.ECN != ""
 	if s.Screen, err = convertScreen(sc.File, sc.Screen, sc.Agent.Refresh); err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ func (m Kernel) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if nw.ECN {
+		return nil, fmt.Errorf("%w in the kernel mode: its links do not read or set the ECN bits of the IP packets they carry, so their queues cannot mark them: run it in virtual time", ErrNoECN)
+	}
 	if nw.Uplink.Tap != nil || nw.Downlink.Tap != nil {
 		// netem/pcap wraps bare UDP payloads in synthetic headers; the
 		// kernel links carry whole IP packets, which it would wrap again.

@@ -48,6 +48,8 @@ func (Memory) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 	if err != nil {
 		return nil, err
 	}
+	agentConn.PassECN(nw.ECN)
+	viewerConn.PassECN(nw.ECN)
 	pair, err := quicpair.OpenKeyLog(ctx, agentConn, viewerConn, nil, quicConfig(nw.Recorder), keyLog(nw.Recorder))
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)

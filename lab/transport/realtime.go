@@ -40,6 +40,9 @@ func (RealTime) FlowSockets() string { return "sockets of its own on loopback" }
 func (RealTime) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 	// Last made, first closed: the QUIC connections before the proxy
 	// that carries them, the proxy before the sockets it writes to.
+	if nw.ECN {
+		return nil, fmt.Errorf("%w in real time: the proxy relays datagrams without their ECN bits", ErrNoECN)
+	}
 	var made closers
 	defer func() {
 		if err != nil {

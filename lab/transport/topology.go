@@ -93,6 +93,9 @@ func (p Topology) Check(fl []traffic.Flow) error {
 // session's links as the viewer's access, and connects the two PCs by
 // the strategy.
 func (p Topology) Open(ctx context.Context, nw Network) (*Conn, error) {
+	if nw.ECN {
+		return nil, fmt.Errorf("%w with a path: NAT routers and relays forward datagrams without their ECN bits", ErrNoECN)
+	}
 	only, err := p.Strategy()
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/netip"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/nuvirahub/latencylab/internal/groundtruth"
+	"github.com/nuvirahub/latencylab/lab/laberr"
 	"github.com/nuvirahub/latencylab/lab/traffic"
 	"github.com/nuvirahub/latencylab/netem"
 )
@@ -57,7 +59,16 @@ type Network struct {
 	// Recorder records the session for the debugging tools; nil records
 	// nothing.
 	Recorder Recorder
+	// ECN makes the session's QUIC connection ECN-capable: its endpoints
+	// pass the ECN bits quic-go reads and writes (netem's
+	// PacketConn.PassECN). Only the in-memory network carries them; the
+	// other transports refuse it (ErrNoECN).
+	ECN bool
 }
+
+// ErrNoECN is the refusal of an ECN-capable session by a transport whose
+// path does not carry the bits quic-go sets.
+var ErrNoECN = fmt.Errorf("%w: the session's ecn", laberr.ErrUnsupported)
 
 // Recorder is the part of a session's capture (lab.Capture) that a
 // transport feeds as it connects the PCs and the flows.

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -56,4 +57,25 @@ func TestNamedPorts(t *testing.T) {
 	var rt Transport = RealTime{}
 	_, named := rt.(NamedPorts)
 	require.True(t, named)
+}
+
+// Only the in-memory network carries an ECN-capable session; the others
+// refuse it before they make anything, saying why.
+func TestECNOnlyInMemory(t *testing.T) {
+	for _, c := range []struct {
+		tr   Transport
+		want string
+	}{
+		{RealTime{}, "the proxy relays datagrams without their ECN bits"},
+		{Topology{Connect: "auto"}, "NAT routers and relays forward datagrams without their ECN bits"},
+		{Kernel{}, "do not read or set the ECN bits"},
+	} {
+		if _, kernel := c.tr.(Kernel); kernel && runtime.GOOS != "linux" {
+			continue // the kernel mode is Linux's
+		}
+		_, err := c.tr.Open(t.Context(), Network{ECN: true})
+		require.ErrorIs(t, err, ErrNoECN)
+		require.ErrorIs(t, err, laberr.ErrUnsupported)
+		require.ErrorContains(t, err, c.want)
+	}
 }
