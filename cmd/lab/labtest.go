@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,7 +188,7 @@ func labTest(ctx context.Context, args []string, stdout, stderr io.Writer, open 
 	began := time.Now()
 	var outcomes []filetest.Outcome
 	if o.exact {
-		outcomes, err = runExactFiles(ctx, root, o, scs, stdout, stderr, open)
+		outcomes, err = runExactThenNative(ctx, root, o, scs, stdout, stderr, open)
 	} else {
 		outcomes, err = runNativeFiles(root, o, stdout, stderr)
 	}
@@ -206,8 +207,11 @@ func labTest(ctx context.Context, args []string, stdout, stderr io.Writer, open 
 		return 1
 	}
 	mode := "exact"
-	if !o.exact {
+	switch {
+	case !o.exact:
 		mode = "natively, in worker processes"
+	case slices.ContainsFunc(scs, nativeOnly):
+		mode = "exact, and natively in worker processes what only a native process can run"
 	}
 	fmt.Fprintf(stdout, "ran %s in %.1f s wall; results, summary.md, report.md and report.html in %s\n", mode, time.Since(began).Seconds(), o.out)
 	if o.junit != "" {
@@ -240,6 +244,42 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// runExactThenNative runs the sessions exact, but those of scenarios only
+// a native process can run (exact.Supports: the real encoder, QUIC's ECN),
+// which run natively in worker processes afterwards, as the jobs do.
+func runExactThenNative(ctx context.Context, root string, o testOptions, scs []*scenarios.Scenario, stdout, stderr io.Writer, open exactOpener) ([]filetest.Outcome, error) {
+	var exactOnes []*scenarios.Scenario
+	var nativeFiles, nativeNames []string
+	for _, sc := range scs {
+		if !nativeOnly(sc) {
+			exactOnes = append(exactOnes, sc)
+		} else if !slices.Contains(nativeFiles, sc.File) {
+			nativeFiles, nativeNames = append(nativeFiles, sc.File), append(nativeNames, sc.Name)
+		}
+	}
+	if len(nativeFiles) == 0 {
+		return runExactFiles(ctx, root, o, scs, stdout, stderr, open)
+	}
+	fmt.Fprintf(stderr, "lab test: %s only a native process can run (%s): natively, in worker processes, after the exact sessions\n",
+		plural(len(nativeNames), "1 scenario", fmt.Sprintf("%d scenarios", len(nativeNames))), strings.Join(nativeNames, ", "))
+	var out []filetest.Outcome
+	if len(exactOnes) > 0 {
+		var err error
+		if out, err = runExactFiles(ctx, root, o, exactOnes, stdout, stderr, open); err != nil {
+			return nil, err
+		}
+	}
+	native := o
+	native.paths = nativeFiles
+	more, err := runNativeFiles(root, native, stdout, stderr)
+	return append(out, more...), err
+}
+
+// nativeOnly says whether only a native process can run sc.
+func nativeOnly(sc *scenarios.Scenario) bool {
+	return errors.Is(exact.Supports(sc), exact.ErrNative)
 }
 
 // runExactFiles runs the sessions exact, in this process.

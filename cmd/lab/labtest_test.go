@@ -267,6 +267,23 @@ func TestLabTestNatively(t *testing.T) {
 	require.FileExists(t, filepath.Join(out, "junit.xml"))
 }
 
+// An exact run hands what only a native process can run (here an
+// ECN-capable session, whose marks the WebAssembly guest's quic-go cannot
+// set) to native workers after the exact sessions, and says so, rather
+// than failing it.
+func TestLabTestNativeOnlyScenarioRunsNatively(t *testing.T) {
+	dir := t.TempDir()
+	ecn := strings.Replace(passingScenario, "name: quick-lan", "name: ecn-lan\necn: classic", 1)
+	writeFiles(t, dir, map[string]string{"pass.yaml": passingScenario, "ecn.yaml": ecn})
+	code, stdout, stderr := runLabTest(t, "-out", filepath.Join(dir, "out"), dir)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stderr, "1 scenario only a native process can run (ecn-lan): natively, in worker processes")
+	require.Regexp(t, `(?m)^\[1/1\] pass +ecn-lan +seed 1 `, stdout)
+	require.Regexp(t, `(?m)^\[1/1\] pass +quick-lan +seed 1 `, stdout)
+	require.Contains(t, stdout, "2 sessions: 2 passed, 0 failed, 0 errors, 0 skipped")
+	require.Contains(t, stdout, "ran exact, and natively in worker processes what only a native process can run")
+}
+
 // lab help test is lab test -h.
 func TestParseTestFlagsAnywhere(t *testing.T) {
 	o, err := parseTest([]string{"a.yaml", "-seeds", "3", "b", "-j", "4", "--", "-odd.yaml"}, io.Discard)

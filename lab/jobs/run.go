@@ -85,23 +85,46 @@ type job struct {
 
 // Run runs the plan and returns every session, in the plan's order
 // (variant, scenario, seed). A variant that refuses a scenario is that
-// session's error; the others run.
+// session's error; the others run. With Plan.Exact, a scenario that only a
+// native process can run (exact.Supports: the real encoder, QUIC's ECN)
+// runs natively after the exact ones, in this process, and is judged as
+// native runs are (by the bound rule, never by bytes).
 func Run(t *testing.T, p Plan) []Session {
 	t.Helper()
 	out, jobs := p.expand()
 	queue, finish := p.start(out, jobs)
 	if p.Exact != nil {
-		runExact(t.Context(), p.Exact, p.workers(), queue, out, finish)
+		var native []job
+		var mu sync.Mutex
+		runExact(t.Context(), p.Exact, p.workers(), queue, out, finish, func(j job) {
+			mu.Lock()
+			defer mu.Unlock()
+			native = append(native, j)
+		})
+		if len(native) > 0 {
+			rest := make(chan job, len(native))
+			for _, j := range native {
+				rest <- j
+			}
+			close(rest)
+			runNative(t, min(p.workers(), len(native)), rest, out, finish)
+		}
 		return out
 	}
 	if test := workerName(); test != "" && !Serving() {
 		runInWorkers(t, test, p.workers(), queue, out, finish)
 		return out
 	}
-	// One subtest per worker: each runs its sessions one after the other,
-	// each in a bubble of its own; the workers run in parallel.
+	runNative(t, p.workers(), queue, out, finish)
+	return out
+}
+
+// runNative runs the queue in this process, workers at a time: one
+// subtest per worker, each running its sessions one after the other, each
+// in a bubble of its own; the workers run in parallel.
+func runNative(t *testing.T, workers int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
 	t.Run("sessions", func(t *testing.T) {
-		for w := range p.workers() {
+		for w := range workers {
 			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
 				t.Parallel()
 				for j := range queue {
@@ -117,7 +140,6 @@ func Run(t *testing.T, p Plan) []Session {
 			})
 		}
 	})
-	return out
 }
 
 // RunExact runs the plan's sessions exact, as Run does with Plan.Exact
@@ -130,7 +152,7 @@ func RunExact(ctx context.Context, p Plan) ([]Session, error) {
 	}
 	out, jobs := p.expand()
 	queue, finish := p.start(out, jobs)
-	runExact(ctx, p.Exact, p.workers(), queue, out, finish)
+	runExact(ctx, p.Exact, p.workers(), queue, out, finish, nil)
 	return out, nil
 }
 
@@ -243,12 +265,18 @@ func (p Plan) start(out []Session, jobs []job) (<-chan job, func(*Session, *scen
 }
 
 // runExact runs the queue exact, each session in a fresh instance of r,
-// slots at a time.
-func runExact(ctx context.Context, r *exact.Runner, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario)) {
+// slots at a time. A session that runs natively only (exact.ErrNative)
+// goes to native when it is set, unfinished; without it, the refusal is
+// the session's error.
+func runExact(ctx context.Context, r *exact.Runner, slots int, queue <-chan job, out []Session, finish func(*Session, *scenarios.Scenario), native func(job)) {
 	var wg sync.WaitGroup
 	for range slots {
 		wg.Go(func() {
 			for j := range queue {
+				if native != nil && errors.Is(exact.Supports(j.sc), exact.ErrNative) {
+					native(j)
+					continue
+				}
 				s := &out[j.i]
 				res, err := r.Run(ctx, j.sc)
 				s.take(res, err)

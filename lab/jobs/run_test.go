@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nuvirahub/latencylab/lab/exact"
 	"github.com/nuvirahub/latencylab/scenarios"
 )
 
@@ -87,4 +88,18 @@ func TestRunRunsThePlan(t *testing.T) {
 func TestRunExactNeedsARunner(t *testing.T) {
 	_, err := RunExact(t.Context(), Plan{Scenarios: library(t, "lan-animation")})
 	require.ErrorContains(t, err, "without a runner")
+}
+
+// With an exact runner, a scenario only a native process can run (here an
+// ECN-capable session) runs natively in this process instead of failing;
+// the runner is never asked for it (a zero Runner would fail any exact
+// session).
+func TestRunExactLeavesNativeOnlyScenariosToNative(t *testing.T) {
+	scs := library(t, "lan-animation")
+	scs[0].ECN = "classic"
+	out := Run(t, Plan{Scenarios: scs, Exact: &exact.Runner{}})
+	require.Len(t, out, 1)
+	require.NoError(t, out[0].Err)
+	require.NotNil(t, out[0].Result)
+	require.NotEmpty(t, out[0].Result.Frames)
 }
