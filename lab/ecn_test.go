@@ -48,3 +48,38 @@ func TestECNScenarioKeyReachesTheSession(t *testing.T) {
 		})
 	}
 }
+
+// Marks are recorded per flow: an ECN-capable QUIC bulk flow beside a
+// session that is not ECN-capable gets the CoDel bottleneck's marks (its
+// flow record's marked), the session none; with the session ECN-capable
+// too, its own marks are the result's marked, and the flow's and the
+// session's together are the link's.
+func TestECNMarksPerFlow(t *testing.T) {
+	for _, sessionECN := range []bool{false, true} {
+		key := ""
+		if sessionECN {
+			key = "ecn: classic\n"
+		}
+		sc, err := scenarios.Parse("", []byte(`
+name: ecn-flows
+description: an ECN-capable QUIC download beside a session, through CoDel
+duration: 8s
+`+key+`network:
+  both: {delay: 10ms, rate: 10Mbit/s, queue: {codel: true}}
+controller: {kind: fixed, bitrate: 4Mbit/s}
+traffic:
+  - {name: download, kind: quic-bulk, start: 2s, ecn: classic}
+`), nil)
+		require.NoError(t, err)
+		synctest.Test(t, func(t *testing.T) {
+			res, err := lab.Run(t.Context(), sc)
+			require.NoError(t, err)
+			flow := res.Traffic[0]
+			t.Logf("session ECN %v: session %d marked, download %d marked, downlink %d marked, dropped %v",
+				sessionECN, res.Marked, flow.Marked, res.Links.Down.Marked, res.Links.Down.Dropped)
+			require.Positive(t, flow.Marked, "the ECN-capable download is marked")
+			require.Equal(t, sessionECN, res.Marked > 0, "the session is marked only when ECN-capable")
+			require.Equal(t, int64(res.Links.Down.Marked), res.Marked+flow.Marked, "every mark on the downlink is one of theirs")
+		})
+	}
+}

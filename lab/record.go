@@ -124,6 +124,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan.Plan, s Session, res *Res
 	r.Traffic = flowRecords(res.Traffic, res.Kernel != nil, off)
 	r.Series = buildSeries(r, p, res.Samples, off)
 	r.Links = linkTotals(res)
+	r.Marked = res.Marked
 	r.Summary = measure.Summarise(r)
 	r.Checks = measure.Evaluate(r, sc.Expect)
 	return r

@@ -156,6 +156,10 @@ type Result struct {
 	Probe encoder.Attempts
 	// Reports are the viewer's reports as the agent received them (N1).
 	Reports []wire.Report
+	// Marked counts the session's packets that arrived at the viewer
+	// CE-marked (an ECN-capable session's video, marked by a queue), where
+	// the transport can tell (transport.Conn.Marked).
+	Marked int64
 	// Uplink and Downlink are the links' counters.
 	Uplink, Downlink netem.Stats
 	// Start is the session's time zero: the instant the agent started and
@@ -503,6 +507,9 @@ func collectResult(n *sessionNet, e *sessionEnds, out *ran) (*Result, error) {
 		// The content is a function of time only: asking after the end
 		// changes nothing the agent saw.
 		ScreenChanges: e.scr.Changes(out.stopped.Sub(n.zero)),
+	}
+	if n.conn.Marked != nil {
+		res.Marked = n.conn.Marked()
 	}
 	// Before the network closes: what the transport alone measures (the
 	// kernel senders' TCP_INFO) goes with its sockets.

@@ -19,6 +19,11 @@ package netem
 // path that clears the bits.
 func (c *PacketConn) PassECN(on bool) { c.passECN.Store(on) }
 
+// MarkedArrivals is the count of datagrams that arrived at the endpoint
+// CE-marked (a queue on the way signalled congestion on them), whether or
+// not its owner reads the bits: the marks a flow received.
+func (c *PacketConn) MarkedArrivals() uint64 { return c.markedArrivals.Load() }
+
 // sentECN is the codepoint of a datagram whose sender asked for the ECN
 // bits in tos (its low two bits).
 func (c *PacketConn) sentECN(tos byte) ECN {

@@ -447,6 +447,8 @@ type PacketConn struct {
 	closed      bool
 	ecn         atomic.Uint32 // the ECN codepoint of what c sends through WriteTo
 	passECN     atomic.Bool   // see PassECN
+	// markedArrivals counts the datagrams that arrived CE-marked.
+	markedArrivals atomic.Uint64
 	// df and recvTOS are the socket options the endpoint's owner set
 	// through SyscallConn (oob_linux.go): DF on what it sends, and the
 	// ECN bits in a control message with what it reads.
@@ -600,6 +602,9 @@ func (c *PacketConn) enqueue(p *Packet) {
 	}
 	c.queue = append(c.queue, p)
 	c.queuedBytes += p.Size()
+	if p.ECN == CE {
+		c.markedArrivals.Add(1)
+	}
 	c.changed.Broadcast()
 }
 

@@ -238,12 +238,12 @@ var kindFields = map[string][]string{
 // silently unused. A session's video goes down and reverse media's up,
 // so neither has a direction.
 var flowFields = map[string][]string{
-	"quic-bulk":     {"direction", "delay"},
+	"quic-bulk":     {"direction", "delay", "ecn"},
 	"tcp-bulk":      {"direction", "delay", "congestion", "ecn"},
 	"cbr":           {"direction", "delay", "rate", "size"},
 	"web":           {"direction", "delay", "congestion", "object", "think"},
-	"session":       {"delay", "controller", "screen"},
-	"reverse-media": {"delay", "controller", "screen"},
+	"session":       {"delay", "controller", "screen", "ecn"},
+	"reverse-media": {"delay", "controller", "screen", "ecn"},
 }
 
 // flowKindsWith lists the flow kinds that read key, for error messages.

@@ -140,7 +140,9 @@ type Flow struct {
 	Congestion string `yaml:"congestion" expected:"a TCP congestion controller: {names}" names:"congestions"`
 	// ECN makes tcp-bulk's data segments ECN-capable: classic (ECT(0),
 	// RFC 3168's response) or l4s (ECT(1), DCTCP's scalable response);
-	// left out, not ECN-capable.
+	// and a QUIC flow (quic-bulk, session, reverse-media) ECN-capable as
+	// the scenario's ecn does its session (classic only); left out, not
+	// ECN-capable.
 	ECN string `yaml:"ecn" expected:"an ECN mode: {names}" names:"ecns"`
 	// Rate is cbr's bit rate.
 	Rate int64 `yaml:"rate" format:"rate" hint:" (a flow of nothing: leave the flow out)" missing:"the bit rate, like 1Mbit/s"`

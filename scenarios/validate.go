@@ -861,6 +861,17 @@ func (v validator) traffic() {
 		if has("delay", f.Delay != 0) {
 			v.nonNeg(p+".delay", f.Delay)
 		}
+		if f.ECN != "" && f.Kind != "tcp-bulk" && slices.Contains(flowFields[f.Kind], "ecn") {
+			// QUIC's ECN: quic-go's classic response only, and through an
+			// endpoint's control messages, which a flow's extra delay
+			// (re-injected datagrams) does not carry.
+			switch {
+			case f.ECN == "l4s":
+				v.errf(p+".ecn", nil, "a %s flow's ECN cannot be l4s: quic-go has no scalable (L4S) response to marks; expected classic", f.Kind)
+			case f.Delay != 0:
+				v.errf(p+".ecn", []string{p + ".delay"}, "a %s flow cannot be ECN-capable with a delay: the delayed endpoint re-sends its datagrams without the ECN bits quic-go sets; leave one out", f.Kind)
+			}
+		}
 		switch {
 		case f.Kind == "cbr" && f.Rate == 0:
 			v.rep(p+".rate", []string{p + ".kind"}, missing("flow", "rate"))

@@ -397,9 +397,19 @@ func Supports(sc *scenarios.Scenario) error {
 		return fmt.Errorf("%w: %s names agent.encoder %s, OpenH264 through cgo, and exact sessions run in WebAssembly, which cannot run cgo: run it natively (go test, lab run, or the jobs without -exact)",
 			ErrNative, sc.Name, sc.Agent.Encoder)
 	}
-	if sc.ECN != "" {
-		return fmt.Errorf("%w: %s sets ecn, and quic-go in the WebAssembly guest neither sets nor reads the ECN bits (it does through a Linux socket's control messages only): run it natively (go test, or the jobs without -exact)",
-			ErrNative, sc.Name)
+	ecn := "ecn"
+	if sc.ECN == "" {
+		ecn = ""
+		for i, f := range sc.Traffic {
+			if f.ECN != "" && f.Kind != "tcp-bulk" {
+				ecn = fmt.Sprintf("traffic[%d].ecn", i)
+				break
+			}
+		}
+	}
+	if ecn != "" {
+		return fmt.Errorf("%w: %s sets %s, and quic-go in the WebAssembly guest neither sets nor reads the ECN bits (it does through a Linux socket's control messages only): run it natively (go test, or the jobs without -exact)",
+			ErrNative, sc.Name, ecn)
 	}
 	return nil
 }

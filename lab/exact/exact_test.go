@@ -301,6 +301,12 @@ func TestECNSessionRunsNativelyOnly(t *testing.T) {
 	err := Supports(&scenarios.Scenario{Name: "ecn", ECN: "classic"})
 	require.ErrorIs(t, err, ErrNative)
 	require.ErrorContains(t, err, "sets ecn")
+	err = Supports(&scenarios.Scenario{Name: "ecn", Traffic: []scenarios.Flow{
+		{Name: "d", Kind: "tcp-bulk", ECN: "l4s"}, {Name: "q", Kind: "quic-bulk", ECN: "classic"}}})
+	require.ErrorIs(t, err, ErrNative)
+	require.ErrorContains(t, err, "sets traffic[1].ecn")
+	require.NoError(t, Supports(&scenarios.Scenario{Name: "tcp", Traffic: []scenarios.Flow{{Name: "d", Kind: "tcp-bulk", ECN: "l4s"}}}),
+		"the TCP-like model's ECN is the network's own: exact")
 }
 
 // cpuTime is the process's user and system CPU time so far.

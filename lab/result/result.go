@@ -87,6 +87,10 @@ type Run struct {
 	Series []Point `json:"series"`
 	// Links are the links' counters over the session (from time zero).
 	Links LinkTotals `json:"links"`
+	// Marked counts the session's own packets that arrived at the viewer
+	// CE-marked (an ECN-capable session, ecn: classic, through a queue that
+	// marks); the links' marked_packets count every flow's.
+	Marked int64 `json:"marked,omitempty"`
 	// Summary is the whole session's figures.
 	Summary Summary `json:"summary"`
 	// Checks are the scenario's expectations, evaluated.

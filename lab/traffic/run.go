@@ -140,9 +140,17 @@ func RunBetween(ctx context.Context, f Flow, i int, env Env, network Ends) (flow
 		sender, receiver = viewerEnd, agentEnd
 	}
 	var st flows.Stats
+	// A QUIC flow's marks are those its receiver's endpoint saw arrive
+	// (quic-go keeps its ECN counts to itself); tcp-bulk counts its own.
+	marks := func() {
+		if m, ok := receiver.(interface{ MarkedArrivals() uint64 }); ok {
+			st.Marked = int64(m.MarkedArrivals())
+		}
+	}
 	switch f.Kind {
 	case KindQUICBulk:
 		st, err = flows.QUICBulk(ctx, sender, receiver, meter, keyLog)
+		marks()
 	case KindTCPBulk:
 		st, err = flows.TCPBulk(ctx, sender, receiver, tcplike.Config{Congestion: f.Congestion, ECN: f.ECN}, meter)
 	case KindCBR:
@@ -162,6 +170,7 @@ func RunBetween(ctx context.Context, f Flow, i int, env Env, network Ends) (flow
 				st.Sent += int64(fr.Bytes)
 			}
 		}
+		marks()
 		return st, frames, err
 	default:
 		sender.Close()

@@ -65,7 +65,9 @@ type Flow struct {
 	// kernel mode).
 	Congestion string
 	// ECN makes a tcp-bulk flow ECN-capable: tcplike.ECNClassic or
-	// tcplike.ECNL4S; empty: not.
+	// tcplike.ECNL4S; and a QUIC flow (quic-bulk, session, reverse-media)
+	// with "classic", its endpoints passing the bits quic-go sets (netem's
+	// PacketConn.PassECN); empty: not.
 	ECN string
 	// Rate and Size are a cbr flow's bit rate and datagram size (0:
 	// DefaultCBRSize).
@@ -99,6 +101,10 @@ type Result struct {
 
 // Media tells whether a flow is a remote-desktop session.
 func (f Flow) Media() bool { return f.Kind == KindSession || f.Kind == KindReverseMedia }
+
+// QUICECN tells whether the flow is a QUIC one (quic-bulk or media) that
+// is ECN-capable.
+func (f Flow) QUICECN() bool { return f.ECN != "" && (f.Kind == KindQUICBulk || f.Media()) }
 
 // DataUp tells whether the flow's data crosses the uplink.
 func (f Flow) DataUp() bool { return f.Kind == KindReverseMedia || f.Up && !f.Media() }

@@ -54,7 +54,8 @@ func (Memory) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	return &Conn{Agent: pair.Server, Viewer: pair.Client, Stats: linkStats(up, down), Traffic: memoryFlows{n}, Close: func() {
+	marked := func() int64 { return int64(viewerConn.MarkedArrivals()) }
+	return &Conn{Agent: pair.Server, Viewer: pair.Client, Stats: linkStats(up, down), Traffic: memoryFlows{n}, Marked: marked, Close: func() {
 		pair.Close()
 		n.Close()
 	}}, nil
@@ -82,6 +83,14 @@ func (m memoryFlows) Ends(f traffic.Flow, i int) (net.PacketConn, net.PacketConn
 	if err != nil {
 		a.Close()
 		return nil, nil, err
+	}
+	if f.QUICECN() {
+		// The loader refuses ECN with a delay, so both are endpoints.
+		for _, c := range []net.PacketConn{a, v} {
+			if e, ok := c.(*netem.PacketConn); ok {
+				e.PassECN(true)
+			}
+		}
 	}
 	return a, v, nil
 }

@@ -115,6 +115,9 @@ type Conn struct {
 	// span. It is called before Close, while the transport's sockets are
 	// still there to read.
 	Measure func(Span) (*KernelResult, error)
+	// Marked, when set, counts the session's packets that arrived at
+	// the viewer CE-marked (the in-memory network's endpoints count them).
+	Marked func() int64
 	// Close closes everything the transport made.
 	Close func()
 }
