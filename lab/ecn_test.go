@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"testing"
+	"time"
 	"testing/synctest"
 
 	"github.com/nuvirahub/latencylab/lab"
@@ -82,4 +83,18 @@ traffic:
 			require.Equal(t, int64(res.Links.Down.Marked), res.Marked+flow.Marked, "every mark on the downlink is one of theirs")
 		})
 	}
+}
+
+// In real time the proxy carries the ECN bits quic-go sets on its real
+// sockets: CoDel marks the ECN-capable session's video instead of
+// dropping it.
+func TestECNRealTime(t *testing.T) {
+	sc := ecnScenario(t, true)
+	sc.Duration = 2 * time.Second // real time: a queue stands within the first
+	res, err := lab.RunRealTime(t.Context(), sc, lab.RealTimeConfig{})
+	require.NoError(t, err)
+	down := res.Links.Down
+	t.Logf("real time: %d marked, dropped %v", down.Marked, down.Dropped)
+	require.Positive(t, down.Marked)
+	require.Zero(t, down.Dropped["codel"])
 }

@@ -64,6 +64,13 @@ type ProxyConfig struct {
 	// refused (its datagrams dropped, see Refused) otherwise. Default
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// ECN makes the proxy carry the ECN bits of what it relays: it reads
+	// each datagram's with IP_RECVTOS, the links' queues may mark it CE,
+	// and it sends it on with them (IP_TOS), so that programs whose
+	// sockets set ECT (quic-go does) are ECN-capable across the links.
+	// Off, what it relays leaves Not-ECT, as over a path that clears the
+	// bits.
+	ECN bool
 }
 
 // Proxy applies a pair of links to real UDP traffic: programs that are not
@@ -87,6 +94,7 @@ type Proxy struct {
 	batch       *ipv4.PacketConn // conn, for batched reads and writes
 	connGSO     bool             // conn takes UDP_SEGMENT messages; only the reverse writer uses and clears it
 	target      *net.UDPAddr
+	ecn         bool // see ProxyConfig.ECN
 	fwd, rev    *Link
 	fwdW, revW  *proxyWriter
 	maxClients  int
@@ -172,6 +180,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	cfg.Forward.Precise, cfg.Reverse.Precise = true, true
 	p := &Proxy{
 		target:      target,
+		ecn:         cfg.ECN,
 		maxClients:  cfg.MaxClients,
 		idleTimeout: cfg.IdleTimeout,
 		start:       start,
@@ -193,6 +202,9 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	}
 	setBuffers(p.conn)
 	enableGRO(p.conn)
+	if p.ecn {
+		enableRecvTOS(p.conn)
+	}
 	p.connGSO = gsoSupported(p.conn)
 	p.batch = ipv4.NewPacketConn(p.conn)
 	p.writers.Add(2)
@@ -290,7 +302,7 @@ func (p *Proxy) readClients() {
 		lastAddr netip.AddrPort
 	)
 	for {
-		err := rd.read(func(data []byte, from net.Addr) {
+		err := rd.read(func(data []byte, from net.Addr, ecn ECN) {
 			ua, ok := from.(*net.UDPAddr)
 			if !ok {
 				return
@@ -304,7 +316,7 @@ func (p *Proxy) readClients() {
 				last, lastAddr = c, ap
 			}
 			c.active.Store(p.now())
-			_ = p.fwd.Send(newProxyPacket(data, c, c.target)) // fails only once closed
+			_ = p.fwd.Send(newProxyPacket(data, c, c.target, ecn)) // fails only once closed
 		})
 		if err != nil {
 			if p.closing.Load() || errors.Is(err, net.ErrClosed) {
@@ -353,6 +365,9 @@ func (p *Proxy) mapClient(from netip.AddrPort, target *net.UDPAddr) (*proxyClien
 	}
 	setBuffers(up)
 	enableGRO(up)
+	if p.ecn {
+		enableRecvTOS(up)
+	}
 	c := &proxyClient{
 		addr:    from,
 		udpAddr: net.UDPAddrFromAddrPort(from),
@@ -423,8 +438,8 @@ func (p *Proxy) readTarget(c *proxyClient) {
 	defer p.readers.Done()
 	rd := newBatchReader(c.up, c.upBatch)
 	for {
-		err := rd.read(func(data []byte, _ net.Addr) {
-			_ = p.rev.Send(newProxyPacket(data, c.target, c))
+		err := rd.read(func(data []byte, _ net.Addr, ecn ECN) {
+			_ = p.rev.Send(newProxyPacket(data, c.target, c, ecn))
 		})
 		if err != nil {
 			if p.closing.Load() || errors.Is(err, net.ErrClosed) {
@@ -451,7 +466,7 @@ func (p *Proxy) writeForward(pks []*Packet, sb *sendBatch) {
 			j++
 		}
 		if c != nil {
-			writeBatch(c.upBatch, &c.upGSO, pks[i:j], sb, false)
+			writeBatch(c.upBatch, &c.upGSO, pks[i:j], sb, false, c.target.IP.To4() != nil)
 		}
 		i = j
 	}
@@ -463,7 +478,7 @@ func (p *Proxy) writeReverse(pks []*Packet, sb *sendBatch) {
 	start := 0
 	flush := func(end int) {
 		if end > start {
-			writeBatch(p.batch, &p.connGSO, pks[start:end], sb, true)
+			writeBatch(p.batch, &p.connGSO, pks[start:end], sb, true, p.v4())
 		}
 		start = end + 1
 	}
@@ -472,12 +487,20 @@ func (p *Proxy) writeReverse(pks []*Packet, sb *sendBatch) {
 		if c == nil || !c.batched {
 			flush(i)
 			if c != nil {
-				_, _ = p.conn.WriteToUDPAddrPort(pk.Data, c.addr)
+				var oob []byte
+				if pk.ECN != NotECT {
+					oob = appendTOSCmsg(nil, pk.ECN, p.v4())
+				}
+				_, _, _ = p.conn.WriteMsgUDPAddrPort(pk.Data, oob, c.addr)
 			}
 		}
 	}
 	flush(len(pks))
 }
+
+// v4 reports whether the clients' socket is an IPv4 one, which takes the
+// ECN bits in IP_TOS rather than IPV6_TCLASS.
+func (p *Proxy) v4() bool { return p.conn.LocalAddr().(*net.UDPAddr).IP.To4() != nil }
 
 // sendBatch is a writer's scratch for building sendmmsg batches.
 type sendBatch struct {
@@ -494,21 +517,22 @@ func newSendBatch() *sendBatch {
 	}
 	for i := range sb.msgs {
 		sb.msgs[i].Buffers = make([][]byte, 0, maxGSOSegments)
-		sb.oob[i] = make([]byte, 0, gsoOOBSize)
+		sb.oob[i] = make([]byte, 0, gsoOOBSize+tosOOBSize)
 	}
 	return sb
 }
 
 // writeBatch sends pks through pc, as many messages per system call as sb
 // holds; withAddr sets each message's destination from the packet's
-// client. Where *gso holds, a run that gsoRun accepts goes as one message
+// client; a packet carrying ECN bits is sent with them (IP_TOS where v4,
+// IPV6_TCLASS otherwise). Where *gso holds, a run that gsoRun accepts goes as one message
 // whose payloads the kernel gathers (no copy here) and cuts back into
 // datagrams. A message the kernel refuses loses its first datagram, as a
 // send error loses a datagram without GSO; the rest of its run is sent
 // again. A refusal of the segmentation itself (isGSOError) turns *gso off
 // for the socket and sends the same datagrams one per message: the
 // fallback loses nothing.
-func writeBatch(pc *ipv4.PacketConn, gso *bool, pks []*Packet, sb *sendBatch, withAddr bool) {
+func writeBatch(pc *ipv4.PacketConn, gso *bool, pks []*Packet, sb *sendBatch, withAddr, v4 bool) {
 	for len(pks) > 0 {
 		n, used := 0, 0
 		for n < len(sb.msgs) && used < len(pks) {
@@ -524,6 +548,12 @@ func writeBatch(pc *ipv4.PacketConn, gso *bool, pks []*Packet, sb *sendBatch, wi
 			m.OOB = nil
 			if k > 1 {
 				m.OOB = appendSegmentCmsg(sb.oob[n][:0], uint16(len(pks[used].Data)))
+			}
+			if e := pks[used].ECN; e != NotECT {
+				if m.OOB == nil {
+					m.OOB = sb.oob[n][:0]
+				}
+				m.OOB = appendTOSCmsg(m.OOB, e, v4)
 			}
 			m.Addr = nil
 			if withAddr {
@@ -616,10 +646,10 @@ func (w *proxyWriter) close() { close(w.done) }
 // so a forwarded datagram costs no allocation in the steady state.
 var proxyPackets = sync.Pool{New: func() any { return &Packet{Data: make([]byte, 0, proxyBufCap)} }}
 
-func newProxyPacket(data []byte, from, to net.Addr) *Packet {
+func newProxyPacket(data []byte, from, to net.Addr, ecn ECN) *Packet {
 	pk := proxyPackets.Get().(*Packet)
 	pk.Data = append(pk.Data[:0], data...)
-	pk.From, pk.To = from, to
+	pk.From, pk.To, pk.ECN = from, to, ecn
 	return pk
 }
 
@@ -650,17 +680,20 @@ var proxyReadBufs = sync.Pool{New: func() any {
 	b := &readBufs{msgs: make([]ipv4.Message, proxyBatch)}
 	for i := range b.msgs {
 		b.msgs[i].Buffers = [][]byte{make([]byte, proxyReadBuf)}
-		if groOOBSize > 0 {
-			b.msgs[i].OOB = make([]byte, groOOBSize)
+		if groOOBSize+tosOOBSize > 0 {
+			b.msgs[i].OOB = make([]byte, groOOBSize+tosOOBSize)
 		}
 	}
 	return b
 }}
 
 // read waits for at least one datagram, reads up to proxyBatch messages and
-// calls fn for each datagram in them (data is valid only during the call):
-// a message GRO coalesced is split back into the datagrams it was made of.
-func (r *batchReader) read(fn func(data []byte, from net.Addr)) error {
+// calls fn for each datagram in them (data is valid only during the call)
+// with the ECN bits it arrived with (Not-ECT unless the socket reports
+// them, enableRecvTOS): a message GRO coalesced is split back into the
+// datagrams it was made of, which share their IP header's bits (the kernel
+// coalesces only datagrams whose headers agree).
+func (r *batchReader) read(fn func(data []byte, from net.Addr, ecn ECN)) error {
 	if err := waitReadable(r.conn); err != nil {
 		return err
 	}
@@ -672,12 +705,12 @@ func (r *batchReader) read(fn func(data []byte, from net.Addr)) error {
 	}
 	for i := range b.msgs[:n] {
 		m := &b.msgs[i]
-		seg := groSegmentSize(m.OOB[:m.NN])
+		seg, ecn := groSegmentSize(m.OOB[:m.NN]), cmsgECN(m.OOB[:m.NN])
 		rest := m.Buffers[0][:m.N]
 		for {
 			var dgram []byte
 			dgram, rest = nextSegment(rest, seg)
-			fn(dgram, m.Addr)
+			fn(dgram, m.Addr, ecn)
 			if len(rest) == 0 {
 				break
 			}

@@ -17,7 +17,8 @@ const (
 // gsoRun is how many packets from the start of pks one UDP_SEGMENT message
 // can carry: a run to the same destination whose payloads all have the
 // first one's size, except that the last may be shorter (the kernel cuts the
-// message every segment size bytes, so only the tail can be short), at most
+// message every segment size bytes, so only the tail can be short), with
+// the same ECN bits (the message's one IP_TOS gives every segment its), at most
 // maxGSOSegments of them and maxGSOBytes in all. A zero-length datagram
 // cannot be a segment. A result of 1 means the packet goes alone.
 func gsoRun(pks []*Packet) int {
@@ -32,7 +33,7 @@ func gsoRun(pks []*Packet) int {
 	for n < len(pks) && n < maxGSOSegments {
 		pk := pks[n]
 		size := len(pk.Data)
-		if pk.To != pks[0].To || size == 0 || size > seg || total+size > maxGSOBytes {
+		if pk.To != pks[0].To || pk.ECN != pks[0].ECN || size == 0 || size > seg || total+size > maxGSOBytes {
 			break
 		}
 		n++

@@ -177,7 +177,7 @@ func TestBatchReaderSplitsGRO(t *testing.T) {
 	rd := newBatchReader(recv, ipv4.NewPacketConn(recv))
 	require.NoError(t, recv.SetReadDeadline(time.Now().Add(proxyTestTimeout)))
 	var got [][]byte
-	require.NoError(t, rd.read(func(data []byte, from net.Addr) {
+	require.NoError(t, rd.read(func(data []byte, from net.Addr, _ ECN) {
 		require.Equal(t, send.LocalAddr().String(), from.String())
 		got = append(got, slices.Clone(data))
 	}))
@@ -196,7 +196,7 @@ func TestWriteBatchSendsWithGSO(t *testing.T) {
 		pks[i] = &Packet{Data: p, To: recv.LocalAddr()}
 	}
 	gso := true
-	writeBatch(ipv4.NewPacketConn(send), &gso, pks, newSendBatch(), false)
+	writeBatch(ipv4.NewPacketConn(send), &gso, pks, newSendBatch(), false, true)
 	require.True(t, gso)
 
 	buf, oob := make([]byte, proxyReadBuf), make([]byte, groOOBSize)
@@ -230,7 +230,7 @@ func TestWriteBatchFallsBackWithoutLoss(t *testing.T) {
 		pks[i] = &Packet{Data: p, To: recv.LocalAddr()}
 	}
 	gso := true
-	writeBatch(ipv4.NewPacketConn(send), &gso, pks, newSendBatch(), false)
+	writeBatch(ipv4.NewPacketConn(send), &gso, pks, newSendBatch(), false, true)
 	require.False(t, gso, "GSO turned off")
 	require.Equal(t, want, readDatagrams(t, recv, len(want)))
 }

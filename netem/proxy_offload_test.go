@@ -16,6 +16,14 @@ func gsoPackets(dst net.Addr, sizes ...int) []*Packet {
 	return pks
 }
 
+// withECN sets the packets' ECN bits, one codepoint each.
+func withECN(pks []*Packet, ecn ...ECN) []*Packet {
+	for i, e := range ecn {
+		pks[i].ECN = e
+	}
+	return pks
+}
+
 func repeatSize(size, n int) []int {
 	s := make([]int, n)
 	for i := range s {
@@ -44,6 +52,9 @@ func TestGSORun(t *testing.T) {
 		{"empty datagram alone", gsoPackets(a, 0, 0, 0), 1},
 		{"empty datagram ends the run", gsoPackets(a, 1200, 0, 1200), 1},
 		{"mixed destinations", append(gsoPackets(a, 1200, 1200), gsoPackets(b, 1200)...), 2},
+		// One message has one IP_TOS: a packet a queue marked CE starts
+		// a run of its own.
+		{"mixed ECN bits", withECN(gsoPackets(a, 1200, 1200, 1200), ECT0, ECT0, CE), 2},
 		{"64-segment cap", gsoPackets(a, repeatSize(100, 100)...), maxGSOSegments},
 		{"64-segment cap with a short last", gsoPackets(a, append(repeatSize(100, 64), 50)...), maxGSOSegments},
 		// 54 x 1200 = 64 800 fits under maxGSOBytes, 55 x 1200 does not.

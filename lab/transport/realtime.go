@@ -40,9 +40,6 @@ func (RealTime) FlowSockets() string { return "sockets of its own on loopback" }
 func (RealTime) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 	// Last made, first closed: the QUIC connections before the proxy
 	// that carries them, the proxy before the sockets it writes to.
-	if nw.ECN {
-		return nil, fmt.Errorf("%w in real time: the proxy relays datagrams without their ECN bits", ErrNoECN)
-	}
 	var made closers
 	defer func() {
 		if err != nil {
@@ -63,7 +60,9 @@ func (RealTime) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 	made.add(viewerConn.Close)
 	forward, reverse := nw.Uplink, nw.Downlink
 	forward.Seed, reverse.Seed = nw.Seed, nw.Seed
-	proxy, err := netem.NewProxy(netem.ProxyConfig{Target: agentConn.LocalAddr().String(), Forward: forward, Reverse: reverse})
+	// With ECN the proxy carries the bits quic-go sets on its real sockets;
+	// without, it clears them, and quic-go stops marking.
+	proxy, err := netem.NewProxy(netem.ProxyConfig{Target: agentConn.LocalAddr().String(), Forward: forward, Reverse: reverse, ECN: nw.ECN})
 	if err != nil {
 		return nil, fmt.Errorf("lab: proxy: %w", err)
 	}

@@ -61,8 +61,9 @@ type Network struct {
 	Recorder Recorder
 	// ECN makes the session's QUIC connection ECN-capable: its endpoints
 	// pass the ECN bits quic-go reads and writes (netem's
-	// PacketConn.PassECN). Only the in-memory network carries them; the
-	// other transports refuse it (ErrNoECN).
+	// PacketConn.PassECN), or the real-time proxy carries those quic-go
+	// sets on its real sockets (netem.ProxyConfig.ECN). The topology and
+	// the kernel mode refuse it (ErrNoECN).
 	ECN bool
 }
 

@@ -59,14 +59,13 @@ func TestNamedPorts(t *testing.T) {
 	require.True(t, named)
 }
 
-// Only the in-memory network carries an ECN-capable session; the others
-// refuse it before they make anything, saying why.
+// The topology and the kernel mode cannot carry an ECN-capable session:
+// they refuse it before they make anything, saying why.
 func TestECNOnlyInMemory(t *testing.T) {
 	for _, c := range []struct {
 		tr   Transport
 		want string
 	}{
-		{RealTime{}, "the proxy relays datagrams without their ECN bits"},
 		{Topology{Connect: "auto"}, "NAT routers and relays forward datagrams without their ECN bits"},
 		{Kernel{}, "do not read or set the ECN bits"},
 	} {
