@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -27,20 +28,24 @@ const (
 // bytes a round, with flows that just became active (new flows) ahead of
 // the others (old flows), so a sparse flow's packets wait behind no bulk
 // flow's queue; each queue has its own CoDel, which marks ECN-capable
-// packets CE instead of dropping them. When Limit packets are queued, an
-// arrival makes the queue drop from the head of the flow holding the most
-// bytes.
+// packets CE instead of dropping them. When Limit packets (or more than
+// Memory bytes) are queued, an arrival makes the queue drop from the head
+// of the flow holding the most bytes.
 type FQCoDelParams struct {
 	Quantum int
 	Limit   int
 	Flows   int
-	CoDel   CoDelParams
+	// Memory bounds the bytes queued (packet sizes, as the link counts
+	// them), as Linux's fq_codel memory_limit does; 0 is no byte limit
+	// (Linux's default is 32 MB, which no lab scenario reaches).
+	Memory int
+	CoDel  CoDelParams
 }
 
 // Validate refuses negative sizes and CoDel parameters that make no sense.
 func (c *FQCoDelParams) Validate() error {
-	if c.Quantum < 0 || c.Limit < 0 || c.Flows < 0 {
-		return fmt.Errorf("fq_codel quantum %d, limit %d and flows %d must not be negative (0 means the default)", c.Quantum, c.Limit, c.Flows)
+	if c.Quantum < 0 || c.Limit < 0 || c.Flows < 0 || c.Memory < 0 {
+		return fmt.Errorf("fq_codel quantum %d, limit %d, flows %d and memory %d must not be negative (0 means the default)", c.Quantum, c.Limit, c.Flows, c.Memory)
 	}
 	return c.CoDel.Validate()
 }
@@ -69,6 +74,11 @@ type fqFlow struct {
 	deficit int
 	codel   codelState
 	list    int // fqNone, fqNew or fqOld: the list it is on
+	// src and dst are the hosts of the packet that made the flow active,
+	// and bulk whether it counts in their loads (hostLoads): only a
+	// CAKE-like queue uses them.
+	src, dst netip.Addr
+	bulk     bool
 }
 
 const (
@@ -79,12 +89,16 @@ const (
 
 // fqCoDel is FQ-CoDel's state: a scheduling queue whose order depends on
 // what arrives later, so its packets leave when the server takes them
-// (dequeue), not at a time fixed on arrival.
+// (dequeue), not at a time fixed on arrival. It is also the CAKE-like
+// queue's core: with hosts set, a flow's quantum is shared by the bulk
+// flows of its hosts (cake.go); without, every flow's is the whole
+// quantum, as RFC 8290 says.
 type fqCoDel struct {
 	cfg                FQCoDelParams
+	hosts              *hostLoads
 	flows              []fqFlow
 	newFlows, oldFlows []int
-	packets            int
+	packets, bytes     int
 	// Dropped (by CoDel, at dequeue), Overflow (from the fattest flow,
 	// on an arrival over the limit) and Marked collect what the queue did
 	// since the caller last took them.
@@ -118,12 +132,14 @@ func (f *fqCoDel) enqueue(p *Packet, now time.Time) {
 	fl.q = append(fl.q, aqmPacket{p: p, arrive: now})
 	fl.bytes += p.Size()
 	f.packets++
+	f.bytes += p.Size()
 	if fl.list == fqNone {
+		f.hosts.activate(fl, p)
 		fl.list = fqNew
-		fl.deficit = f.cfg.quantum()
+		fl.deficit = f.quantumOf(fl)
 		f.newFlows = append(f.newFlows, i)
 	}
-	if f.packets > f.cfg.limit() {
+	for f.packets > f.cfg.limit() || f.cfg.Memory > 0 && f.bytes > f.cfg.Memory {
 		// Drop from the head of the fattest flow.
 		fat := 0
 		for j := range f.flows {
@@ -131,16 +147,24 @@ func (f *fqCoDel) enqueue(p *Packet, now time.Time) {
 				fat = j
 			}
 		}
-		f.Overflow = append(f.Overflow, f.flows[fat].pop())
-		f.packets--
+		f.Overflow = append(f.Overflow, f.pop(&f.flows[fat]))
 	}
 }
 
-func (fl *fqFlow) pop() *Packet {
+// quantumOf is the bytes fl may send per round: the quantum, shared by
+// its hosts' bulk flows in a CAKE-like queue.
+func (f *fqCoDel) quantumOf(fl *fqFlow) int {
+	return f.cfg.quantum() / f.hosts.load(fl)
+}
+
+// pop takes the packet at the head of fl out of the queue.
+func (f *fqCoDel) pop(fl *fqFlow) *Packet {
 	p := fl.q[0].p
 	fl.q[0] = aqmPacket{}
 	fl.q = fl.q[1:]
 	fl.bytes -= p.Size()
+	f.packets--
+	f.bytes -= p.Size()
 	return p
 }
 
@@ -160,7 +184,10 @@ func (f *fqCoDel) dequeue(now time.Time) (*Packet, time.Duration) {
 		i := (*list)[0]
 		fl := &f.flows[i]
 		if fl.deficit <= 0 {
-			fl.deficit += f.cfg.quantum()
+			// A flow that used its quantum with packets left is bulk
+			// (CAKE counts it in its hosts' loads before the refill).
+			f.hosts.setBulk(fl, fl.bulk || len(fl.q) > 0)
+			fl.deficit += f.quantumOf(fl)
 			*list = (*list)[1:]
 			fl.list = fqOld
 			f.oldFlows = append(f.oldFlows, i)
@@ -176,6 +203,7 @@ func (f *fqCoDel) dequeue(now time.Time) (*Packet, time.Duration) {
 				f.oldFlows = append(f.oldFlows, i)
 			} else {
 				fl.list = fqNone
+				f.hosts.setBulk(fl, false)
 			}
 			continue
 		}
@@ -195,8 +223,7 @@ func (f *fqCoDel) codelDequeue(fl *fqFlow, now time.Time) (*Packet, time.Duratio
 			return nil, 0, false
 		}
 		arrive := fl.q[0].arrive
-		p := fl.pop()
-		f.packets--
+		p := f.pop(fl)
 		sojourn := now.Sub(arrive)
 		// The RFC's exemption: no drop while at most one MTU is left.
 		if fl.bytes <= DefaultFQCoDelQuantum {
@@ -261,11 +288,13 @@ func (f *fqCoDel) marks() int { return f.Marked }
 func (f *fqCoDel) drain() []*Packet {
 	var out []*Packet
 	for i := range f.flows {
-		for len(f.flows[i].q) > 0 {
-			out = append(out, f.flows[i].pop())
+		fl := &f.flows[i]
+		for len(fl.q) > 0 {
+			out = append(out, f.pop(fl))
 		}
-		f.flows[i].list = fqNone
+		fl.list = fqNone
+		f.hosts.setBulk(fl, false)
 	}
-	f.newFlows, f.oldFlows, f.packets = nil, nil, 0
+	f.newFlows, f.oldFlows = nil, nil
 	return out
 }

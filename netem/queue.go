@@ -31,14 +31,19 @@ type QueueLimit struct {
 	PIE *PIEParams
 	// FQCoDel, when set, replaces the FIFO by FQ-CoDel (RFC 8290): flow
 	// queues served in turn, each under CoDel. Packets bounds the whole
-	// (when FQCoDel.Limit is 0); the byte and delay limits do not apply.
-	// Only a rate has it.
+	// (when FQCoDel.Limit is 0) and Bytes its bytes waiting (when
+	// FQCoDel.Memory is 0; the packet being sent has left it); the delay
+	// limit does not apply. Only a rate has it.
 	FQCoDel *FQCoDelParams
+	// Cake, when set, replaces the FIFO by the CAKE-like queue: FQ-CoDel
+	// with CAKE's host isolation (CakeParams), bounded as FQCoDel is.
+	// Only a rate has it.
+	Cake *CakeParams
 	// DualPI2, when set, replaces the FIFO by DualPI2 (RFC 9332): an L4S
 	// queue and a classic one under a coupled PI controller. Packets
 	// bounds both (when DualPI2.Limit is 0); the byte and delay limits do
-	// not apply. Only a rate has it. At most one of CoDel, PIE, FQCoDel
-	// and DualPI2.
+	// not apply. Only a rate has it. At most one of CoDel, PIE, FQCoDel,
+	// Cake and DualPI2.
 	DualPI2 *DualPI2Params
 }
 
@@ -65,16 +70,21 @@ func (l *QueueLimit) Validate() error {
 		}
 	}
 	n := 0
-	for _, set := range []bool{l.CoDel != nil, l.PIE != nil, l.FQCoDel != nil, l.DualPI2 != nil} {
+	for _, set := range []bool{l.CoDel != nil, l.PIE != nil, l.FQCoDel != nil, l.Cake != nil, l.DualPI2 != nil} {
 		if set {
 			n++
 		}
 	}
 	if n > 1 {
-		errs = append(errs, errors.New("a queue has one of CoDel, PIE, FQ-CoDel and DualPI2"))
+		errs = append(errs, errors.New("a queue has one of CoDel, PIE, FQ-CoDel, CAKE and DualPI2"))
 	}
 	if l.FQCoDel != nil {
 		if err := l.FQCoDel.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l.Cake != nil {
+		if err := l.Cake.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -83,8 +93,11 @@ func (l *QueueLimit) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if l.scheduling() && (l.Bytes > 0 || l.Delay > 0) {
-		errs = append(errs, errors.New("FQ-CoDel's and DualPI2's queues are bounded in packets only"))
+	if l.scheduling() && l.Delay > 0 {
+		errs = append(errs, errors.New("FQ-CoDel's, CAKE's and DualPI2's queues have no delay limit"))
+	}
+	if l.DualPI2 != nil && l.Bytes > 0 {
+		errs = append(errs, errors.New("DualPI2's queue is bounded in packets only"))
 	}
 	return errors.Join(errs...)
 }

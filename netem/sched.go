@@ -6,7 +6,7 @@ import (
 )
 
 // Scheduler is implemented by a bottleneck whose queue lets a later packet
-// overtake an earlier one (FQ-CoDel): a packet's departure depends on what
+// overtake an earlier one (FQ-CoDel, CAKE, DualPI2): a packet's departure depends on what
 // arrives after it, so it cannot be decided on arrival. Apply holds such a
 // packet (Verdict.Held) and the link takes packets out with Release when
 // the server is free to send them.
@@ -49,7 +49,7 @@ type schedQueue interface {
 }
 
 // scheduling reports whether the queue's discipline is a scheduling queue.
-func (l *QueueLimit) scheduling() bool { return l.FQCoDel != nil || l.DualPI2 != nil }
+func (l *QueueLimit) scheduling() bool { return l.FQCoDel != nil || l.Cake != nil || l.DualPI2 != nil }
 
 // schedState is a bottleneck's scheduling queue in front of its server.
 type schedState struct {
@@ -69,11 +69,11 @@ func (s *schedState) offer(lim *QueueLimit, p *Packet, at time.Time, srv bottlen
 	switch {
 	case s.q != nil:
 	case lim.FQCoDel != nil:
-		c := *lim.FQCoDel
-		if c.Limit == 0 && lim.Packets > 0 {
-			c.Limit = lim.Packets
-		}
-		s.q, s.aqmDrop = newFQCoDel(c), DropCoDel
+		s.q, s.aqmDrop = newFQCoDel(lim.fqLimits(*lim.FQCoDel)), DropCoDel
+	case lim.Cake != nil:
+		c := *lim.Cake
+		c.FQCoDelParams = lim.fqLimits(c.FQCoDelParams)
+		s.q, s.aqmDrop = newCake(c), DropCoDel
 	default:
 		c := *lim.DualPI2
 		if c.Limit == 0 && lim.Packets > 0 {
@@ -88,6 +88,18 @@ func (s *schedState) offer(lim *QueueLimit, p *Packet, at time.Time, srv bottlen
 		s.next = srv.start(at)
 	}
 	return Verdict{Held: true}
+}
+
+// fqLimits are c with the queue's packet and byte limits where c leaves
+// its own out.
+func (l *QueueLimit) fqLimits(c FQCoDelParams) FQCoDelParams {
+	if c.Limit == 0 && l.Packets > 0 {
+		c.Limit = l.Packets
+	}
+	if c.Memory == 0 && l.Bytes > 0 {
+		c.Memory = l.Bytes
+	}
+	return c
 }
 
 // release lets go what the server takes by now.

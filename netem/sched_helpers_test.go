@@ -18,6 +18,7 @@ type schedUnderTest interface {
 type schedArrival struct {
 	At   time.Duration
 	Flow int // the source port's offset, which makes the 5-tuple
+	Host int // the source address's offset: 10.0.0.1+Host
 	Size int
 	ECN  ECN
 }
@@ -33,7 +34,7 @@ type schedOut struct {
 
 func schedPacket(a schedArrival) *Packet {
 	return &Packet{Data: make([]byte, a.Size), ECN: a.ECN,
-		From: &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 5000 + a.Flow},
+		From: &net.UDPAddr{IP: net.IPv4(10, 0, 0, byte(1+a.Host)), Port: 5000 + a.Flow},
 		To:   &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 443}}
 }
 

@@ -111,7 +111,7 @@ func (t *TraceLink) Validate() error {
 		errs = append(errs, fmt.Errorf("overhead %d bytes is negative", t.Overhead))
 	}
 	if t.Queue.scheduling() {
-		errs = append(errs, errors.New("trace: FQ-CoDel and DualPI2 are a rate's queues only"))
+		errs = append(errs, errors.New("trace: FQ-CoDel, CAKE and DualPI2 are a rate's queues only"))
 	}
 	if err := t.Queue.Validate(); err != nil {
 		errs = append(errs, err)
