@@ -141,6 +141,7 @@ var nameLists = map[string]func() []string{
 	"groups":        func() []string { return Groups },
 	"sources":       func() []string { return Sources },
 	"distributions": func() []string { return JitterDistributions },
+	"cakes":         func() []string { return CakeModes },
 	"kinds":         func() []string { return ControllerKinds },
 	"paths":         func() []string { return Paths },
 	"nats":          func() []string { return NATs },

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/nuvirahub/latencylab/netem"
 )
 
 // The names a scenario may use. They live here, beside the loader that
@@ -26,6 +28,14 @@ var Sources = []string{"animation", "still", "typing", "scrolling", "video", "ph
 
 // JitterDistributions are the laws netem's jitter draws delays from.
 var JitterDistributions = []string{"uniform", "normal", "pareto-normal", "truncated-normal"}
+
+// CakeModes are the host isolations of the CAKE-like queue (queue.cake),
+// tc-cake's names: share between source and destination hosts at once
+// (CAKE's default), between source hosts (a router's egress, the LAN's
+// hosts sending), or between destination hosts (its ingress), then
+// between each host's flows. They are netem's, whose order the modes'
+// numbers follow.
+var CakeModes = netem.CakeModes
 
 // ControllerKinds are the bitrate controllers a scenario can ask for:
 // a fixed bitrate, scripted steps, NuviraHub's adaptive bitrate (N10) and

@@ -279,6 +279,10 @@ type Queue struct {
 	// FQCoDel replaces the FIFO by FQ-CoDel (RFC 8290): per-flow queues
 	// served in turn, each under CoDel.
 	FQCoDel bool `yaml:"fq_codel"`
+	// Cake replaces the FIFO by the CAKE-like queue, FQ-CoDel sharing
+	// between hosts first, then between each host's flows; its value is
+	// the hosts it shares between, as tc-cake names them.
+	Cake string `yaml:"cake" expected:"a host isolation: {names}" names:"cakes"`
 	// DualPI2 replaces the FIFO by DualPI2 (RFC 9332, for L4S): an L4S
 	// queue and a classic queue under one coupled PI controller.
 	DualPI2 bool `yaml:"dualpi2"`

@@ -209,22 +209,32 @@ func (v validator) network(dir string, phases []Phase) {
 		if q.CoDel && q.PIE {
 			v.rep(p+".queue.pie", []string{p + ".queue.codel"}, "codel and pie together: a queue has one active queue management; expected one or the other")
 		}
+		if q.Cake != "" {
+			if msg := checkName(q.Cake, "host isolation", "", CakeModes); msg != "" {
+				v.rep(p+".queue.cake", nil, msg)
+			}
+		}
+		seen := q.CoDel || q.PIE
 		for _, s := range []struct {
 			set       bool
 			key, name string
 			limit     string
-		}{{q.FQCoDel, "fq_codel", "FQ-CoDel", "10240"}, {q.DualPI2, "dualpi2", "DualPI2", "10000"}} {
+			bytes     bool // a byte limit applies
+		}{{q.FQCoDel, "fq_codel", "FQ-CoDel", "10240", true}, {q.Cake != "", "cake", "CAKE", "10240", true}, {q.DualPI2, "dualpi2", "DualPI2", "10000", false}} {
 			if !s.set {
 				continue
 			}
 			switch {
-			case q.CoDel || q.PIE || (q.FQCoDel && q.DualPI2 && s.key == "dualpi2"):
-				v.errf(p+".queue."+s.key, nil, "%s with another active queue management: a queue has one; expected one of codel, pie, fq_codel and dualpi2", s.key)
-			case q.Bytes > 0 || q.Delay > 0:
-				v.errf(p+".queue."+s.key, []string{p + ".queue.bytes", p + ".queue.delay"}, "%s with a byte or delay limit: %s's queue is bounded in packets (%s when left out)", s.key, s.name, s.limit)
+			case seen:
+				v.errf(p+".queue."+s.key, nil, "%s with another active queue management: a queue has one; expected one of codel, pie, fq_codel, cake and dualpi2", s.key)
+			case q.Delay > 0:
+				v.errf(p+".queue."+s.key, []string{p + ".queue.delay"}, "%s with a delay limit: %s's queue is bounded in packets (%s when left out) or bytes", s.key, s.name, s.limit)
+			case q.Bytes > 0 && !s.bytes:
+				v.errf(p+".queue."+s.key, []string{p + ".queue.bytes"}, "%s with a byte limit: %s's queue is bounded in packets (%s when left out)", s.key, s.name, s.limit)
 			case ph.Trace != nil:
 				v.errf(p+".queue."+s.key, []string{p + ".trace"}, "%s behind a trace: %s is a rate's queue only", s.key, s.name)
 			}
+			seen = true
 		}
 		if q != (Queue{}) && !bottleneck {
 			v.rep(p+".queue", []string{p + ".rate", p + ".trace"}, "queue without rate or trace: a queue forms only at a bottleneck")

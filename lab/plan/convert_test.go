@@ -430,6 +430,9 @@ func TestConvertQueueKinds(t *testing.T) {
 		{scenarios.Queue{Packets: 100, PIE: true}, netem.QueueLimit{Packets: 100, PIE: &netem.PIEParams{}}, "queue 100 packets PIE"},
 		{scenarios.Queue{Packets: 100, FQCoDel: true}, netem.QueueLimit{Packets: 100, FQCoDel: &netem.FQCoDelParams{}}, "queue 100 packets FQ-CoDel"},
 		{scenarios.Queue{DualPI2: true}, netem.QueueLimit{DualPI2: &netem.DualPI2Params{}}, "queue DualPI2"},
+		{scenarios.Queue{Bytes: 256 << 10, Cake: "dual-dsthost"}, netem.QueueLimit{Bytes: 256 << 10, Cake: &netem.CakeParams{Hosts: netem.CakeDualDstHost}}, "queue 262144 B CAKE dual-dsthost"},
+		{scenarios.Queue{Cake: "triple-isolate"}, netem.QueueLimit{Cake: &netem.CakeParams{Hosts: netem.CakeTripleIsolate}}, "queue CAKE triple-isolate"},
+		{scenarios.Queue{Cake: "dual-srchost"}, netem.QueueLimit{Cake: &netem.CakeParams{Hosts: netem.CakeDualSrcHost}}, "queue CAKE dual-srchost"},
 	} {
 		sc := &scenarios.Scenario{Name: "net", Seed: 3, Duration: 30 * time.Second,
 			Network: scenarios.Network{Up: []scenarios.Phase{{Rate: 1_000_000, Queue: c.queue}}}}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,10 @@ func convertPhase(where, file string, ph scenarios.Phase, traces map[string]*net
 	}
 	if ph.Queue.DualPI2 {
 		q.DualPI2 = &netem.DualPI2Params{} // RFC 9332's defaults
+	}
+	if m := ph.Queue.Cake; m != "" {
+		// FQ-CoDel's defaults; the validated name is one of the modes.
+		q.Cake = &netem.CakeParams{Hosts: netem.CakeHosts(slices.Index(netem.CakeModes, m))}
 	}
 	switch {
 	case ph.Trace != nil:
@@ -203,6 +208,9 @@ func DescribePhase(ph scenarios.Phase) string {
 		}
 		if q.DualPI2 {
 			lim = append(lim, "DualPI2")
+		}
+		if q.Cake != "" {
+			lim = append(lim, "CAKE "+q.Cake)
 		}
 		add("queue %s", strings.Join(lim, " "))
 	}
