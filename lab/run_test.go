@@ -24,6 +24,16 @@ import (
 
 // runScenario runs a scenario in a synctest bubble with crypto/rand seeded
 // from the scenario's seed, as the library's entry points do.
+// libraryScenario is the library's scenario of that name.
+func libraryScenario(t *testing.T, name string) *scenarios.Scenario {
+	t.Helper()
+	lib, err := scenarios.Library()
+	require.NoError(t, err)
+	i := slices.IndexFunc(lib, func(sc *scenarios.Scenario) bool { return sc.Name == name })
+	require.GreaterOrEqual(t, i, 0, name)
+	return lib[i]
+}
+
 func runScenario(t *testing.T, sc *scenarios.Scenario) *result.Run {
 	t.Helper()
 	cryptotest.SetGlobalRandom(t, sc.Seed)

@@ -281,13 +281,9 @@ func TestTrafficECNUploadIsMarked(t *testing.T) {
 // docs/traffic.md quotes what it logs.
 func TestTrafficUploadBesideSession(t *testing.T) {
 	s := time.Second
-	lib, err := scenarios.Library()
-	require.NoError(t, err)
 	above := map[string]float64{}
 	for _, name := range []string{"upload-beside-session-droptail", "upload-beside-session-fq-codel"} {
-		i := slices.IndexFunc(lib, func(sc *scenarios.Scenario) bool { return sc.Name == name })
-		require.GreaterOrEqual(t, i, 0, name)
-		r := runScenario(t, lib[i])
+		r := runScenario(t, libraryScenario(t, name))
 		a, err := measure.OfWith(r, "latency.time-above", 15*s, 30*s, measure.Params{Latency: 200 * ms})
 		require.NoError(t, err)
 		share := flowMeasured(t, r, "flow.share", "upload", 15*s, 30*s)
@@ -296,4 +292,52 @@ func TestTrafficUploadBesideSession(t *testing.T) {
 		above[name] = a
 	}
 	require.Less(t, above["upload-beside-session-fq-codel"], above["upload-beside-session-droptail"]/2)
+}
+
+// The library's home-download twins, the same home link and download
+// with drop-tail queues (home-download) or FQ-CoDel on both links
+// (home-download-fq-codel), and the FQ-CoDel twin again with the CAKE-like
+// queue as a home router sets it (dual-dsthost down, dual-srchost up).
+// FQ-CoDel serves the video beside the download: the session's median
+// latency falls from the drop-tail queue's to near the path's, and the
+// two bulk flows share the downlink about half and half. The CAKE-like
+// queue gives the same picture: both flows run between the same two
+// hosts, so sharing between hosts first is sharing between flows.
+// docs/traffic.md quotes what it logs.
+func TestTrafficHomeDownloadTwins(t *testing.T) {
+	s := time.Second
+	cake := *libraryScenario(t, "home-download-fq-codel")
+	cake.Name = "home-download (CAKE-like)"
+	cake.Network.Down = slices.Clone(cake.Network.Down)
+	cake.Network.Up = slices.Clone(cake.Network.Up)
+	for _, d := range []struct {
+		phases []scenarios.Phase
+		mode   string
+	}{{cake.Network.Down, "dual-dsthost"}, {cake.Network.Up, "dual-srchost"}} {
+		for i := range d.phases {
+			d.phases[i].Queue.FQCoDel, d.phases[i].Queue.Cake = false, d.mode
+		}
+	}
+	type figures struct{ median, p95, share, video float64 }
+	got := map[string]figures{}
+	for _, sc := range []*scenarios.Scenario{libraryScenario(t, "home-download"), libraryScenario(t, "home-download-fq-codel"), &cake} {
+		r := runScenario(t, sc)
+		f := figures{
+			median: flowMeasured(t, r, "flow.latency.median", scenarios.MainFlow, 15*s, 30*s),
+			p95:    flowMeasured(t, r, "flow.latency.p95", scenarios.MainFlow, 15*s, 30*s),
+			share:  flowMeasured(t, r, "flow.share", "download", 15*s, 30*s),
+			video:  flowMeasured(t, r, "flow.throughput", scenarios.MainFlow, 15*s, 30*s),
+		}
+		t.Logf("%s: session's latency median %.1f ms, p95 %.1f ms; download's share %.1f%%; video %.2f Mbit/s (from 15 s); downlink drops %v",
+			sc.Name, f.median*1000, f.p95*1000, f.share*100, f.video/1e6, r.Links.Down.Dropped)
+		got[sc.Name] = f
+	}
+	tail, fq, ck := got["home-download"], got["home-download-fq-codel"], got[cake.Name]
+	require.Less(t, fq.median, tail.median/2, "FQ-CoDel: no standing queue in front of the video")
+	require.Greater(t, fq.video, 1.5*tail.video, "the video's turn is half the link")
+	require.Less(t, fq.p95, tail.p95)
+	require.Less(t, fq.share, tail.share)
+	require.InDelta(t, 0.5, fq.share, 0.1, "two bulk flows, about half each")
+	require.InEpsilon(t, fq.median, ck.median, 0.25, "the same two hosts: CAKE shares as FQ-CoDel")
+	require.InDelta(t, fq.share, ck.share, 0.05)
 }
