@@ -44,6 +44,7 @@ flags:
 type proxyFlags struct {
 	scenario, target, listen, api string
 	duration                      time.Duration
+	ecn                           bool
 }
 
 func parseProxy(args []string, out io.Writer) (proxyFlags, error) {
@@ -56,6 +57,7 @@ func parseProxy(args []string, out io.Writer) (proxyFlags, error) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "the address clients send to")
 	fs.StringVar(&f.api, "api", "127.0.0.1:0", "the HTTP API's address (empty: no API)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
+	fs.BoolVar(&f.ecn, "ecn", false, "carry the ECN bits of what it relays, so that a program whose socket sets ECT (quic-go does) is ECN-capable across the links (on by itself when the scenario sets ecn); off, they leave Not-ECT")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -214,6 +216,13 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// proxyConfig is the proxy lab proxy runs: the scenario's links, and the
+// ECN bits carried when asked or when the scenario's session is
+// ECN-capable.
+func proxyConfig(f proxyFlags, sc *scenarios.Scenario, up, down netem.LinkConfig) netem.ProxyConfig {
+	return netem.ProxyConfig{Listen: f.listen, Target: f.target, Forward: up, Reverse: down, ECN: f.ecn || sc.ECN != ""}
+}
+
 // proxyCmd runs lab proxy; ready, when set, gets the proxy's and the API's
 // addresses once both listen (for tests).
 func proxyCmd(ctx context.Context, args []string, out io.Writer, ready func(proxy, api string)) error {
@@ -229,7 +238,7 @@ func proxyCmd(ctx context.Context, args []string, out io.Writer, ready func(prox
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	p, err := netem.NewProxy(netem.ProxyConfig{Listen: f.listen, Target: f.target, Forward: up, Reverse: down})
+	p, err := netem.NewProxy(proxyConfig(f, sc, up, down))
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}

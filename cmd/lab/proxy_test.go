@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/nuvirahub/latencylab/netem"
+	"github.com/nuvirahub/latencylab/scenarios"
 )
 
 // lab proxy as a user runs it: a program's datagrams cross the scenario's
@@ -173,6 +176,26 @@ func TestProxyFlags(t *testing.T) {
 	} {
 		err := proxyCmd(context.Background(), tc.args, io.Discard, nil)
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+}
+
+// The proxy carries ECN when -ecn asks or the scenario's session is
+// ECN-capable, and not otherwise.
+func TestProxyECN(t *testing.T) {
+	for _, c := range []struct {
+		flag, scenario, want bool
+	}{{false, false, false}, {true, false, true}, {false, true, true}} {
+		args := []string{"-scenario", "x", "-target", "127.0.0.1:1"}
+		if c.flag {
+			args = append(args, "-ecn")
+		}
+		f, err := parseProxy(args, io.Discard)
+		require.NoError(t, err)
+		sc := &scenarios.Scenario{}
+		if c.scenario {
+			sc.ECN = "classic"
+		}
+		require.Equal(t, c.want, proxyConfig(f, sc, netem.LinkConfig{}, netem.LinkConfig{}).ECN, "%+v", c)
 	}
 }
 
