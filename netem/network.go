@@ -32,7 +32,11 @@ type Network struct {
 	// (SetHostLinks): every packet from the host crosses its out link
 	// before the route's link, every packet to it its in link after.
 	hostOut, hostIn map[netip.Addr]*Link
-	closed          bool
+	// hopLinks are the links made by AddLink, in order; routes lists the
+	// links of each route set with SetRoute (hops.go).
+	hopLinks []*Link
+	routes   map[route][]*Link
+	closed   bool
 }
 
 // Gateway takes the packets a Network cannot deliver itself: those that
@@ -66,6 +70,7 @@ func NewNetwork(seed uint64) *Network {
 		links:    map[route]*Link{},
 		hostOut:  map[netip.Addr]*Link{},
 		hostIn:   map[netip.Addr]*Link{},
+		routes:   map[route][]*Link{},
 		nextPort: 49152,
 	}
 }
@@ -74,7 +79,8 @@ func NewNetwork(seed uint64) *Network {
 func (n *Network) Epoch() time.Time { return n.epoch }
 
 // SetLink installs the link carrying packets from host from to host to,
-// replacing (and closing) any previous one. Zero Name, Seed and Epoch in cfg
+// replacing (and closing) any previous one, and any route of several
+// links set with SetRoute. Zero Name, Seed and Epoch in cfg
 // take "from->to", the network's seed and the network's epoch.
 func (n *Network) SetLink(from, to netip.Addr, cfg LinkConfig) (*Link, error) {
 	if cfg.Name == "" {
@@ -98,6 +104,7 @@ func (n *Network) SetLink(from, to netip.Addr, cfg LinkConfig) (*Link, error) {
 	}
 	old := n.links[route{from, to}]
 	n.links[route{from, to}] = l
+	delete(n.routes, route{from, to})
 	n.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -113,10 +120,16 @@ func (n *Network) Link(from, to netip.Addr) *Link {
 	return n.links[route{from, to}]
 }
 
-// linkFor returns the link for a route, making a perfect one if needed.
+// linkFor returns the link for a route, the first of its links if it has
+// several (SetRoute), making a perfect one if it has none.
 func (n *Network) linkFor(from, to netip.Addr) (*Link, error) {
 	n.mu.Lock()
 	l := n.links[route{from, to}]
+	if l == nil {
+		if hops := n.routes[route{from, to}]; len(hops) > 0 {
+			l = hops[0]
+		}
+	}
 	n.mu.Unlock()
 	if l != nil {
 		return l, nil
@@ -140,8 +153,8 @@ func (n *Network) linkFor(from, to netip.Addr) (*Link, error) {
 }
 
 // PathMTU is the MTU of the path from host from to host to: the least of
-// its links' (from's out link, the route's link, to's in link), DefaultMTU
-// for a route whose perfect link is not made yet.
+// its links' (from's out link, the route's link or links, to's in link),
+// DefaultMTU for a route whose perfect link is not made yet.
 func (n *Network) PathMTU(from, to netip.Addr) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -149,7 +162,7 @@ func (n *Network) PathMTU(from, to netip.Addr) int {
 	if l := n.links[route{from, to}]; l != nil {
 		mtu = l.mtu
 	}
-	for _, l := range []*Link{n.hostOut[from], n.hostIn[to]} {
+	for _, l := range append([]*Link{n.hostOut[from], n.hostIn[to]}, n.routes[route{from, to}]...) {
 		if l != nil {
 			mtu = min(mtu, l.mtu)
 		}
@@ -260,13 +273,14 @@ func (n *Network) Close() error {
 	// Host out links first: they feed the route links, which feed the
 	// host in links; closing upstream first loses nothing more than
 	// closing at all does.
-	links := make([]*Link, 0, len(n.links)+len(n.hostOut)+len(n.hostIn))
+	links := make([]*Link, 0, len(n.links)+len(n.hostOut)+len(n.hostIn)+len(n.hopLinks))
 	for _, l := range n.hostOut {
 		links = append(links, l)
 	}
 	for _, l := range n.links {
 		links = append(links, l)
 	}
+	links = append(links, n.hopLinks...)
 	for _, l := range n.hostIn {
 		links = append(links, l)
 	}
