@@ -125,6 +125,7 @@ func newScenarioResult(sc *scenarios.Scenario, p *plan.Plan, s Session, res *Res
 	r.Series = buildSeries(r, p, res.Samples, off)
 	r.Links = linkTotals(res)
 	r.Marked = res.Marked
+	r.Hops = hopTotals(res)
 	r.Summary = measure.Summarise(r)
 	r.Checks = measure.Evaluate(r, sc.Expect)
 	return r
@@ -178,6 +179,24 @@ func linkTotals(res *Result) result.LinkTotals {
 		up, down = res.Samples[n-1].Uplink, res.Samples[n-1].Downlink
 	}
 	return result.LinkTotals{Up: LinkTotal(up0, up), Down: LinkTotal(down0, down)}
+}
+
+// hopTotals are each hop's counters from the first sample to the last,
+// as linkTotals; nil for one pair of links.
+func hopTotals(res *Result) []result.HopTotals {
+	from, to := res.Hops, res.Hops
+	if n := len(res.Samples); n > 0 && len(res.Samples[0].Hops) == len(res.Hops) && len(res.Samples[n-1].Hops) == len(res.Hops) {
+		from, to = res.Samples[0].Hops, res.Samples[n-1].Hops
+	}
+	var out []result.HopTotals
+	for i, h := range to {
+		var f transport.HopStats
+		if len(res.Samples) > 0 {
+			f = from[i]
+		}
+		out = append(out, result.HopTotals{Name: h.Name, LinkTotals: result.LinkTotals{Up: LinkTotal(f.Up, h.Up), Down: LinkTotal(f.Down, h.Down)}})
+	}
+	return out
 }
 
 // LinkTotal is what a link carried, dropped and queued between two

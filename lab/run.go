@@ -76,6 +76,7 @@ func sessionOf(p *plan.Plan) Session {
 		AgentClock:  HostClock{Offset: p.Clocks.Agent.Offset, DriftPPM: p.Clocks.Agent.DriftPPM},
 		ViewerClock: HostClock{Offset: p.Clocks.Viewer.Offset, DriftPPM: p.Clocks.Viewer.DriftPPM},
 		Traffic:     p.Traffic,
+		Hops:        p.Hops, UpBottleneck: p.UpBottleneck, DownBottleneck: p.DownBottleneck,
 	}
 	if p.Path != nil {
 		s.Transport = *p.Path

@@ -81,6 +81,15 @@ type Session struct {
 	// its packets ECT(0) and takes CE marks as congestion events
 	// (transport.Network.ECN).
 	ECN bool
+	// Hops, when set, is a path of several hops in place of the links
+	// above, in the order the video crosses them (transport.Network.Hops):
+	// each hop's Up and Down with their impairments, timelines and MTUs;
+	// their names, seeds and epoch are set by the lab. UpBottleneck and
+	// DownBottleneck are the places of the hops whose counters stand for
+	// the session's links (Result.Uplink, Downlink, Samples). Only the
+	// in-memory transport carries it.
+	Hops                         []transport.Hop
+	UpBottleneck, DownBottleneck int
 	// Lead, when positive, fixes the session's time zero at Lead after the
 	// network is made, before the QUIC handshake starts: the links' epoch
 	// (their timelines, spikes, outages and traces), the screen's time
@@ -135,6 +144,8 @@ type Session struct {
 type Sample struct {
 	At               time.Time
 	Uplink, Downlink netem.Stats
+	// Hops are every hop's counters on a path of several; nil otherwise.
+	Hops []transport.HopStats
 }
 
 // Target is a change of the bitrate the controller asked for.
@@ -162,6 +173,8 @@ type Result struct {
 	Marked int64
 	// Uplink and Downlink are the links' counters.
 	Uplink, Downlink netem.Stats
+	// Hops are every hop's counters on a path of several; nil otherwise.
+	Hops []transport.HopStats
 	// Start is the session's time zero: the instant the agent started and
 	// time zero of the screen (see Session.Lead for when a Lead is set).
 	Start time.Time
@@ -323,6 +336,17 @@ func openNetwork(ctx context.Context, s Session, tr transport.Transport) (*sessi
 		Downlink: netem.LinkConfig{Name: "downlink", Epoch: epoch, Impairments: s.Downlink, Timeline: s.DownlinkTimeline, MTU: s.DownlinkMTU, Tap: downTap},
 		Recorder: capt.recorder(),
 		ECN:      s.ECN,
+	}
+	if len(s.Hops) > 0 {
+		if _, ok := tr.(transport.Memory); !ok {
+			return nil, errors.Join(fmt.Errorf("%w: a path of several hops in %T (only the in-memory network makes one)", ErrUnsupported, tr), capt.finish(nil))
+		}
+		for _, h := range s.Hops {
+			h.Up.Name, h.Down.Name = "hop/"+h.Name+"/up", "hop/"+h.Name+"/down"
+			h.Up.Epoch, h.Down.Epoch = epoch, epoch
+			nw.Hops = append(nw.Hops, h)
+		}
+		nw.UpBottleneck, nw.DownBottleneck = s.UpBottleneck, s.DownBottleneck
 	}
 	dialed := time.Now()
 	conn, err := tr.Open(ctx, nw)
@@ -496,6 +520,7 @@ func collectResult(n *sessionNet, e *sessionEnds, out *ran) (*Result, error) {
 		Reports:   e.ag.Reports(),
 		Uplink:    upStats,
 		Downlink:  downStats,
+		Hops:      hopStats(n.conn),
 		Start:     n.zero,
 		End:       out.stopped,
 		Handshake: n.handshake,
@@ -538,6 +563,7 @@ type sampler struct {
 	samples []Sample
 	start   time.Time
 	stats   func() (up, down netem.Stats)
+	hops    func() []transport.HopStats
 
 	links     *linkFeed
 	flows     *flowFeed
@@ -551,6 +577,7 @@ func newSampler(s Session, n *sessionNet, e *sessionEnds) *sampler {
 	}
 	return &sampler{
 		period: period, keep: s.SampleEvery > 0, start: n.zero, stats: n.conn.Stats,
+		hops:      func() []transport.HopStats { return hopStats(n.conn) },
 		links:     newLinkFeed(s.Metrics),
 		flows:     newFlowFeed(s.Metrics, s.Traffic, e.arrived, s.capacity),
 		decisions: e.decisions,
@@ -562,7 +589,7 @@ func (sm *sampler) take(at time.Time) {
 	if sm.period == 0 {
 		return
 	}
-	smp := Sample{At: at}
+	smp := Sample{At: at, Hops: sm.hops()}
 	smp.Uplink, smp.Downlink = sm.stats()
 	if sm.keep {
 		sm.samples = append(sm.samples, smp)
@@ -684,4 +711,13 @@ func checkOwnImpairments(s Session) error {
 		}
 	}
 	return nil
+}
+
+// hopStats reads the counters of a path of hops; nil for the one pair of
+// links.
+func hopStats(c *transport.Conn) []transport.HopStats {
+	if c.Hops == nil {
+		return nil
+	}
+	return c.Hops()
 }

@@ -79,6 +79,9 @@ func (n *Network) SetRoute(from, to netip.Addr, links ...*Link) error {
 		delete(n.routes, r)
 		return nil
 	}
+	if n.routes == nil {
+		n.routes = map[route][]*Link{}
+	}
 	if old := n.links[r]; old != nil {
 		delete(n.links, r)
 		go old.Close()

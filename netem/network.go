@@ -33,7 +33,10 @@ type Network struct {
 	// before the route's link, every packet to it its in link after.
 	hostOut, hostIn map[netip.Addr]*Link
 	// hopLinks are the links made by AddLink, in order; routes lists the
-	// links of each route set with SetRoute (hops.go).
+	// links of each route set with SetRoute (hops.go), made by the first:
+	// a network without hops allocates nothing more, so that exact
+	// sessions, whose maps draw their hash seeds from one deterministic
+	// source, draw the same seeds as before hops existed.
 	hopLinks []*Link
 	routes   map[route][]*Link
 	closed   bool
@@ -70,7 +73,6 @@ func NewNetwork(seed uint64) *Network {
 		links:    map[route]*Link{},
 		hostOut:  map[netip.Addr]*Link{},
 		hostIn:   map[netip.Addr]*Link{},
-		routes:   map[route][]*Link{},
 		nextPort: 49152,
 	}
 }

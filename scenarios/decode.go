@@ -235,7 +235,11 @@ func (d *decoder) value(v reflect.Value, f field, n *yaml.Node, p fpath) {
 		nodes, paths := d.items(n, p, f.list, f.expectedText())
 		for i, item := range nodes {
 			e := reflect.New(t.Elem()).Elem()
-			d.mapping(e, item, paths[i], i)
+			if h, ok := e.Addr().Interface().(nodeDecoder); ok {
+				h.decodeNode(d, item, paths[i])
+			} else {
+				d.mapping(e, item, paths[i], i)
+			}
 			v.Set(reflect.Append(v, e))
 		}
 	case t.Kind() == reflect.Pointer:
@@ -415,17 +419,51 @@ func (s *Scenario) finish(*object) {
 
 // decodeNode reads the two directions. `both` gives the same timeline to
 // up and down; `up` or `down` replaces it for its direction, so defaults
-// can set `both` and a scenario change one direction.
+// can set `both` and a scenario change one direction. `hops` replaces them
+// all: given in the same file as any of them it is an error, and what
+// the defaults give beside it is not used.
 func (net *Network) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
-	o := d.object(n, p, reflect.TypeFor[Network](), -1)
+	t := reflect.TypeFor[Network]()
+	o := d.object(n, p, t, -1)
 	if o == nil {
 		return false
 	}
-	both, up, down := o.get("both"), o.get("up"), o.get("down")
-	if both != nil && up != nil && down != nil && d.fileOf(both) == d.fileOf(up) && d.fileOf(both) == d.fileOf(down) {
+	if hops := o.get("hops"); hops != nil {
+		for _, k := range []string{"both", "up", "down", "up_mtu", "down_mtu"} {
+			if v := o.get(k); v != nil && d.fileOf(v) == d.fileOf(hops) {
+				d.fail(v, p.key(k), k+" and hops together: a path of hops gives each hop its own down and up; expected one or the other")
+			}
+		}
+		d.value(reflect.ValueOf(&net.Hops).Elem(), fieldOf(t, "hops"), hops, p.key("hops"))
+		return true
+	}
+	net.Up, net.Down, net.UpMTU, net.DownMTU = decodeDirections(d, o, p, t)
+	return true
+}
+
+// decodeNode reads a hop: its name and its two directions, as a
+// network's.
+func (h *Hop) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
+	t := reflect.TypeFor[Hop]()
+	o := d.object(n, p, t, -1)
+	if o == nil {
+		return false
+	}
+	if v := o.get("name"); v != nil {
+		d.value(reflect.ValueOf(&h.Name).Elem(), fieldOf(t, "name"), v, p.key("name"))
+	}
+	h.Up, h.Down, h.UpMTU, h.DownMTU = decodeDirections(d, o, p, t)
+	return true
+}
+
+// decodeDirections reads the keys a network and a hop share, both, up,
+// down, up_mtu and down_mtu, from o, an object of type t.
+func decodeDirections(d *decoder, o *object, p fpath, t reflect.Type) (up, down []Phase, upMTU, downMTU int) {
+	both, upNode, downNode := o.get("both"), o.get("up"), o.get("down")
+	if both != nil && upNode != nil && downNode != nil && d.fileOf(both) == d.fileOf(upNode) && d.fileOf(both) == d.fileOf(downNode) {
 		d.fail(both, p.key("both"), "both is never used: up and down are both given")
 	}
-	f := fieldOf(reflect.TypeFor[Network](), "up")
+	f := fieldOf(t, "up")
 	dir := func(own *yaml.Node, name string) []Phase {
 		at := p.key(name)
 		if own == nil {
@@ -438,16 +476,16 @@ func (net *Network) decodeNode(d *decoder, n *yaml.Node, p fpath) bool {
 		d.value(reflect.ValueOf(&phases).Elem(), f, own, at)
 		return phases
 	}
-	net.Up, net.Down = dir(up, "up"), dir(down, "down")
+	up, down = dir(upNode, "up"), dir(downNode, "down")
 	for _, m := range []struct {
 		key string
 		to  *int
-	}{{"up_mtu", &net.UpMTU}, {"down_mtu", &net.DownMTU}} {
+	}{{"up_mtu", &upMTU}, {"down_mtu", &downMTU}} {
 		if v := o.get(m.key); v != nil {
-			d.value(reflect.ValueOf(m.to).Elem(), fieldOf(reflect.TypeFor[Network](), m.key), v, p.key(m.key))
+			d.value(reflect.ValueOf(m.to).Elem(), fieldOf(t, m.key), v, p.key(m.key))
 		}
 	}
-	return true
+	return up, down, upMTU, downMTU
 }
 
 // finish gives a session flow's controller the kind the scenario's gets

@@ -111,18 +111,33 @@ func encodeValue(v reflect.Value, f field) *yaml.Node {
 type fmtStringer interface{ String() string }
 
 // encodeNode writes the same timeline for both directions once, under
-// both.
+// both, or the hops.
 func (net *Network) encodeNode() *yaml.Node {
-	m := &yaml.Node{Kind: yaml.MappingNode}
-	f := fieldOf(reflect.TypeFor[Network](), "up")
+	t := reflect.TypeFor[Network]()
+	if len(net.Hops) > 0 {
+		return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("hops"), encodeValue(reflect.ValueOf(net.Hops), fieldOf(t, "hops"))}}
+	}
+	return encodeDirections(&yaml.Node{Kind: yaml.MappingNode}, t, net.Up, net.Down, net.UpMTU, net.DownMTU)
+}
+
+// encodeNode writes a hop's name and its directions, as a network's.
+func (h *Hop) encodeNode() *yaml.Node {
+	m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{str("name"), str(h.Name)}}
+	return encodeDirections(m, reflect.TypeFor[Hop](), h.Up, h.Down, h.UpMTU, h.DownMTU)
+}
+
+// encodeDirections appends the keys a network and a hop (of type t)
+// share to m: one timeline under both when the two are the same.
+func encodeDirections(m *yaml.Node, t reflect.Type, up, down []Phase, upMTU, downMTU int) *yaml.Node {
+	f := fieldOf(t, "up")
 	switch {
-	case len(net.Up) > 0 && reflect.DeepEqual(net.Up, net.Down):
-		m.Content = append(m.Content, str("both"), encodeValue(reflect.ValueOf(net.Down), f))
+	case len(up) > 0 && reflect.DeepEqual(up, down):
+		m.Content = append(m.Content, str("both"), encodeValue(reflect.ValueOf(down), f))
 	default:
 		for _, d := range []struct {
 			key    string
 			phases []Phase
-		}{{"up", net.Up}, {"down", net.Down}} {
+		}{{"up", up}, {"down", down}} {
 			if len(d.phases) > 0 {
 				m.Content = append(m.Content, str(d.key), encodeValue(reflect.ValueOf(d.phases), f))
 			}
@@ -131,9 +146,9 @@ func (net *Network) encodeNode() *yaml.Node {
 	for _, d := range []struct {
 		key string
 		mtu int
-	}{{"up_mtu", net.UpMTU}, {"down_mtu", net.DownMTU}} {
+	}{{"up_mtu", upMTU}, {"down_mtu", downMTU}} {
 		if d.mtu != 0 {
-			m.Content = append(m.Content, str(d.key), encodeValue(reflect.ValueOf(d.mtu), fieldOf(reflect.TypeFor[Network](), d.key)))
+			m.Content = append(m.Content, str(d.key), encodeValue(reflect.ValueOf(d.mtu), fieldOf(t, d.key)))
 		}
 	}
 	return m

@@ -248,12 +248,12 @@ var kindFields = map[string][]string{
 // silently unused. A session's video goes down and reverse media's up,
 // so neither has a direction.
 var flowFields = map[string][]string{
-	"quic-bulk":     {"direction", "delay", "ecn"},
-	"tcp-bulk":      {"direction", "delay", "congestion", "ecn"},
-	"cbr":           {"direction", "delay", "rate", "size"},
-	"web":           {"direction", "delay", "congestion", "object", "think"},
-	"session":       {"delay", "controller", "screen", "ecn"},
-	"reverse-media": {"delay", "controller", "screen", "ecn"},
+	"quic-bulk":     {"direction", "delay", "hops", "ecn"},
+	"tcp-bulk":      {"direction", "delay", "hops", "congestion", "ecn"},
+	"cbr":           {"direction", "delay", "hops", "rate", "size"},
+	"web":           {"direction", "delay", "hops", "congestion", "object", "think"},
+	"session":       {"delay", "hops", "controller", "screen", "ecn"},
+	"reverse-media": {"delay", "hops", "controller", "screen", "ecn"},
 }
 
 // flowKindsWith lists the flow kinds that read key, for error messages.

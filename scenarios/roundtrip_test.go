@@ -32,8 +32,9 @@ func TestEveryKey(t *testing.T) {
 	require.NoError(t, err)
 	used := map[string]bool{}
 	// up, down and both cannot all be in one file: directions.yaml has down;
-	// nor can steps go beside the ABR: steps.yaml has them.
-	for _, f := range []string{file, "testdata/good/directions.yaml", "testdata/good/steps.yaml"} {
+	// nor can steps go beside the ABR: steps.yaml has them; nor hops beside
+	// the network's own links: hops.yaml has them.
+	for _, f := range []string{file, "testdata/good/directions.yaml", "testdata/good/steps.yaml", "testdata/good/hops.yaml"} {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		_, d, err := decodeFile(f, data, "", nil)
@@ -291,4 +292,32 @@ func TestForms(t *testing.T) {
 			requireRoundTrip(t, s)
 		})
 	}
+}
+
+// TestHopsFile loads a path of several hops into the hops it writes, each
+// direction as a network's (both for the two, a single phase, a list), the
+// defaults' network left unused, and writes it back.
+func TestHopsFile(t *testing.T) {
+	data, err := os.ReadFile("testdata/good/hops.yaml")
+	require.NoError(t, err)
+	defaults, err := os.ReadFile("library/defaults.yaml")
+	require.NoError(t, err)
+	s, err := parse("testdata/good/hops.yaml", data, "library/defaults.yaml", defaults)
+	require.NoError(t, err)
+	require.Empty(t, s.Network.Up, "the defaults' both is not used beside hops")
+	require.Empty(t, s.Network.Down)
+	require.Len(t, s.Network.Hops, 2)
+	core, access := s.Network.Hops[0], s.Network.Hops[1]
+	require.Equal(t, "core", core.Name)
+	require.Equal(t, []Phase{{Delay: 10 * time.Millisecond, Rate: 10_000_000}}, core.Up)
+	require.Equal(t, core.Up, core.Down, "both is each direction's")
+	require.Equal(t, "access", access.Name)
+	require.Equal(t, []Phase{{Delay: 5 * time.Millisecond, Rate: 1_000_000}}, access.Up)
+	require.Equal(t, []Phase{
+		{Delay: 5 * time.Millisecond, Rate: 4_000_000, Queue: Queue{Delay: 300 * time.Millisecond}},
+		{At: 5 * time.Second, Delay: 5 * time.Millisecond, Rate: 2_000_000},
+	}, access.Down)
+	require.Equal(t, [2]int{1492, 1400}, [2]int{access.UpMTU, access.DownMTU})
+	require.Equal(t, []string{"access"}, s.Traffic[0].Hops)
+	requireRoundTrip(t, s)
 }

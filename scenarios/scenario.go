@@ -108,6 +108,32 @@ type Network struct {
 	// its first packets cannot cross (netem.LinkConfig.MTU).
 	UpMTU   int `yaml:"up_mtu" format:"size" hint:" (leave up_mtu out for 1500B)"`
 	DownMTU int `yaml:"down_mtu" format:"size" hint:" (leave down_mtu out for 1500B)"`
+	// Hops is a path of several hops in place of the one pair of links,
+	// in the order the video crosses them (from the agent to the viewer):
+	// each hop its own down and up timelines, so that the path has more
+	// than one bottleneck and a flow of traffic can cross some hops and
+	// not others (Flow.Hops). Given, the network's own up, down, both and
+	// MTUs are refused in the same file and ignored from the defaults.
+	Hops []Hop `yaml:"hops" format:",list" expected:"a list of hops like [{name: core, down: {rate: 10Mbit/s}}, {name: access, down: {rate: 2Mbit/s}}]"`
+}
+
+// Hop is one hop of a path of several: a link per direction, written as
+// the network's own are (both, up, down, up_mtu, down_mtu), joined to
+// the next hop by a router where other traffic can join or leave.
+type Hop struct {
+	// Name names the hop in a flow's hops and in the result's per-hop
+	// link figures: lower-case words joined by '-', unique in the path.
+	Name string `yaml:"name" format:",required" expected:"a name like access" missing:"the hop's name, like access"`
+	// both is one timeline for the hop's two directions, as the
+	// network's.
+	_ struct{} `yaml:"both" expected:"a phase (a mapping) or a list of phases"`
+	// Up is the hop's viewer -> agent timeline.
+	Up []Phase `yaml:"up" expected:"a phase (a mapping) or a list of phases"`
+	// Down is the hop's agent -> viewer timeline (the video).
+	Down []Phase `yaml:"down" expected:"a phase (a mapping) or a list of phases"`
+	// UpMTU and DownMTU are the hop's MTUs, as the network's.
+	UpMTU   int `yaml:"up_mtu" format:"size" hint:" (leave up_mtu out for 1500B)"`
+	DownMTU int `yaml:"down_mtu" format:"size" hint:" (leave down_mtu out for 1500B)"`
 }
 
 // Flow is one flow of other traffic, sharing the session's links (the
@@ -135,6 +161,11 @@ type Flow struct {
 	// before they reach the shared links: a flow from further away, whose
 	// round trip is longer by twice it.
 	Delay time.Duration `yaml:"delay"`
+	// Hops are the hops of the network's path the flow crosses (with
+	// network.hops only), consecutive and in the path's order: it joins
+	// the path at the router before the first and leaves it after the
+	// last. Left out, every hop, as the session.
+	Hops []string `yaml:"hops" format:",list" expected:"a list of the path's hop names like [access]"`
 	// Congestion is the TCP congestion controller of tcp-bulk and web:
 	// cubic (the default), reno, or bbr (in the kernel mode only).
 	Congestion string `yaml:"congestion" expected:"a TCP congestion controller: {names}" names:"congestions"`

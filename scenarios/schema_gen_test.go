@@ -278,8 +278,10 @@ func generateSchema(t *testing.T) []byte {
 			defs.set(kind, object(kinds()[kind]))
 		}
 	}
-	// network: both, up and down are each a timeline.
-	defs.vals["network"].(*obj).vals["properties"].(*obj).vals["both"].(*obj).set("$ref", "#/$defs/phases")
+	// network and hop: both, up and down are each a timeline.
+	for _, kind := range []string{"network", "hop"} {
+		defs.vals[kind].(*obj).vals["properties"].(*obj).vals["both"].(*obj).set("$ref", "#/$defs/phases")
+	}
 	// A controller kind takes only its own keys.
 	var kindRules []any
 	for _, k := range ControllerKinds {

@@ -46,6 +46,7 @@ func validate(s *Scenario, rep reporter) {
 	v.network("network.down", s.Network.Down)
 	v.mtu("network.up_mtu", s.Network.UpMTU)
 	v.mtu("network.down_mtu", s.Network.DownMTU)
+	v.hops()
 	v.screen()
 	v.agent()
 	v.viewer()
@@ -778,6 +779,63 @@ func (v validator) flow(field, measure, name string) {
 		v.errf(field, []string{"traffic"}, "%s expected main or a flow of traffic: %s", msg, list(names))
 	case strings.HasPrefix(measure, "flow.latency.") && !IsMediaFlow(v.s.Traffic[i].Kind):
 		v.errf(field, []string{"traffic" + idx(i) + ".kind"}, "%s has no latency: %s is a %s flow; expected main or a flow of kind session or reverse-media", measure, name, v.s.Traffic[i].Kind)
+	case measure == "flow.share" && len(v.s.Traffic[i].Hops) > 0:
+		v.errf(field, []string{"traffic" + idx(i) + ".hops"}, "flow.share of %s, which crosses part of the path (hops %v): a share counts over the path's narrowest hop, which it may not cross; expected flow.throughput", name, v.s.Traffic[i].Hops)
+	}
+}
+
+// hops checks a path of several hops: two or more, each named once, each
+// direction's timeline and MTU as the network's own.
+func (v validator) hops() {
+	hops := v.s.Network.Hops
+	if len(hops) == 1 {
+		v.errf("network.hops", nil, "a path of one hop: expected two hops or more (one hop is the network's own down and up)")
+	}
+	for i, h := range hops {
+		p := "network.hops" + idx(i)
+		switch {
+		case h.Name == "":
+			v.rep(p+".name", nil, missing("hop", "name"))
+		case !namePattern.MatchString(h.Name):
+			v.errf(p+".name", nil, "%q is not a valid name: expected lower-case words joined by '-', like access", h.Name)
+		case slices.IndexFunc(hops, func(g Hop) bool { return g.Name == h.Name }) < i:
+			v.errf(p+".name", nil, "hop %s is named twice: expected a name of its own (flows and results tell hops apart by it)", h.Name)
+		}
+		v.network(p+".up", h.Up)
+		v.network(p+".down", h.Down)
+		v.mtu(p+".up_mtu", h.UpMTU)
+		v.mtu(p+".down_mtu", h.DownMTU)
+	}
+}
+
+// flowHops checks the hops a flow crosses: names of the path's hops,
+// consecutive, in the path's order.
+func (v validator) flowHops(p string, f Flow) {
+	var names []string
+	for _, h := range v.s.Network.Hops {
+		names = append(names, h.Name)
+	}
+	if len(names) == 0 {
+		v.errf(p+".hops", []string{"network.hops"}, "hops %v, but the network is one pair of links: expected network.hops to name the path's hops, or no hops here", f.Hops)
+		return
+	}
+	first := -1
+	for k, name := range f.Hops {
+		i := slices.Index(names, name)
+		switch {
+		case i < 0:
+			msg := fmtf("unknown hop %q:", name)
+			if s := closest(name, names); s != "" {
+				msg += " did you mean " + s + "?"
+			}
+			v.errf(p+".hops"+idx(k), []string{"network.hops"}, "%s expected a hop of network.hops: %s", msg, list(names))
+			return
+		case k == 0:
+			first = i
+		case i != first+k:
+			v.errf(p+".hops", []string{"network.hops"}, "hops %v are not consecutive in the path's order %v: expected hops a flow crosses one after another, like [%s]", f.Hops, names, names[len(names)-1])
+			return
+		}
 	}
 }
 
@@ -881,6 +939,9 @@ func (v validator) traffic() {
 			case f.Delay != 0:
 				v.errf(p+".ecn", []string{p + ".delay"}, "a %s flow cannot be ECN-capable with a delay: the delayed endpoint re-sends its datagrams without the ECN bits quic-go sets; leave one out", f.Kind)
 			}
+		}
+		if has("hops", len(f.Hops) > 0) {
+			v.flowHops(p, f)
 		}
 		switch {
 		case f.Kind == "cbr" && f.Rate == 0:

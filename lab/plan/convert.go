@@ -58,6 +58,14 @@ type Plan struct {
 	// Path is the scenario's path as the transport that connects by it;
 	// nil for the plain link.
 	Path *transport.Topology
+	// Hops is a path of several hops in place of the links above
+	// (scenarios.Network.Hops), in the order the video crosses them;
+	// UpBottleneck and DownBottleneck the places of the hops that carry
+	// least over the session in each direction, whose counters stand for
+	// the session's links. The capacities below are then the least of
+	// the hops' at every instant.
+	Hops                         []transport.Hop
+	UpBottleneck, DownBottleneck int
 
 	// Decisions reads an adaptive controller's decisions after the run,
 	// counted from start; nil for a controller that makes none.
@@ -114,6 +122,9 @@ func Convert(sc *scenarios.Scenario) (*Plan, error) {
 	}
 	s.UplinkMTU, s.DownlinkMTU = sc.Network.UpMTU, sc.Network.DownMTU
 	s.ECN = sc.ECN != ""
+	if err := p.convertHops(sc, traces); err != nil {
+		return nil, err
+	}
 	if s.Screen, err = convertScreen(sc.File, sc.Screen, sc.Agent.Refresh); err != nil {
 		return nil, err
 	}
@@ -153,7 +164,7 @@ func convertTraffic(sc *scenarios.Scenario, vw viewer.Config) ([]traffic.Flow, e
 	for i, sf := range sc.Traffic {
 		where := fmt.Sprintf("traffic[%d]", i)
 		f := traffic.Flow{Name: sf.Name, Kind: sf.Kind, Start: sf.Start, Stop: sf.Stop, Up: sf.Direction == "up", Delay: sf.Delay,
-			Congestion: sf.Congestion, ECN: sf.ECN, Rate: sf.Rate, Size: sf.Size}
+			Congestion: sf.Congestion, ECN: sf.ECN, Rate: sf.Rate, Size: sf.Size, Hops: sf.Hops}
 		if o := sf.Object; o != nil {
 			f.Web = flows.WebConfig{Mean: int64(o.Mean), SD: int64(o.SD), Min: int64(o.Min), Max: int64(o.Max)}
 		}

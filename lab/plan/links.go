@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/nuvirahub/latencylab/lab/laberr"
@@ -23,6 +24,9 @@ func Links(sc *scenarios.Scenario) (up, down netem.LinkConfig, err error) {
 		return up, down, fmt.Errorf("scenario %q: %w: its traffic (%d flows) cannot run beside another program's packets: they run beside the lab's own session (go test, lab run), every kind in virtual and real time, tcp-bulk in the kernel mode", sc.Name, laberr.ErrUnsupported, len(sc.Traffic))
 	}
 	p, err := Convert(sc)
+	if err == nil {
+		err = p.errHops()
+	}
 	if err != nil {
 		return up, down, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
 	}
@@ -40,7 +44,7 @@ func ShellLinks(sc *scenarios.Scenario) (up, down netem.LinkConfig, flows []traf
 	if err != nil {
 		return up, down, nil, fmt.Errorf("scenario %q: %w", nameOf(sc), err)
 	}
-	err = traffic.Check(p.Traffic, p.Duration)
+	err = errors.Join(p.errHops(), traffic.Check(p.Traffic, p.Duration))
 	if err == nil {
 		err = transport.CheckKernelFlows(p.Traffic)
 	}
@@ -49,6 +53,15 @@ func ShellLinks(sc *scenarios.Scenario) (up, down netem.LinkConfig, flows []traf
 	}
 	up, down = p.links()
 	return up, down, p.Traffic, nil
+}
+
+// errHops refuses a path of several hops where only two links can be
+// given: the proxy's, lab shell's.
+func (p *Plan) errHops() error {
+	if len(p.Hops) > 0 {
+		return fmt.Errorf("%w: network.hops: a path of %d hops runs in the in-memory network only; here the scenario's network must be one pair of links (down, up)", laberr.ErrUnsupported, len(p.Hops))
+	}
+	return nil
 }
 
 // links are the plan's two links for a program that is not the lab's:

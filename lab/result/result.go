@@ -91,6 +91,10 @@ type Run struct {
 	// CE-marked (an ECN-capable session, ecn: classic, through a queue that
 	// marks); the links' marked_packets count every flow's.
 	Marked int64 `json:"marked,omitempty"`
+	// Hops are each hop's links' counters over the session (from time
+	// zero) on a path of several, in the order the video crosses them;
+	// Links are then the narrowest hop's. Left out for one pair of links.
+	Hops []HopTotals `json:"hops,omitempty"`
 	// Summary is the whole session's figures.
 	Summary Summary `json:"summary"`
 	// Checks are the scenario's expectations, evaluated.
@@ -329,6 +333,13 @@ type LinkPoint struct {
 type LinkTotals struct {
 	Up   LinkTotal `json:"up"`
 	Down LinkTotal `json:"down"`
+}
+
+// HopTotals are one hop's links' counters, named as the scenario names
+// the hop.
+type HopTotals struct {
+	Name string `json:"name"`
+	LinkTotals
 }
 
 // LinkTotal is one direction's counters from time zero to the end.

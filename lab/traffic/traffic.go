@@ -60,6 +60,9 @@ type Flow struct {
 	// Delay is an extra one-way delay on each of its packets, both ways,
 	// before the shared links (flows.Delayed).
 	Delay time.Duration
+	// Hops are the names of the hops of a path of several the flow
+	// crosses, consecutive and in the path's order; empty, the whole path.
+	Hops []string
 	// Congestion is the TCP congestion controller of tcp-bulk and web
 	// flows (tcplike's reno or cubic; empty: cubic; bbr only in the
 	// kernel mode).

@@ -32,13 +32,23 @@ func (Memory) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 			n.Close()
 		}
 	}()
-	up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), nw.Uplink)
-	if err != nil {
-		return nil, fmt.Errorf("lab: uplink: %w", err)
-	}
-	down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), nw.Downlink)
-	if err != nil {
-		return nil, fmt.Errorf("lab: downlink: %w", err)
+	var stats func() (netem.Stats, netem.Stats)
+	var hops *hopPath
+	if len(nw.Hops) > 0 {
+		if hops, err = openHops(n, nw.Hops); err != nil {
+			return nil, err
+		}
+		stats = hops.bottleneck(nw)
+	} else {
+		up, err := n.SetLink(ViewerAddr.Addr(), AgentAddr.Addr(), nw.Uplink)
+		if err != nil {
+			return nil, fmt.Errorf("lab: uplink: %w", err)
+		}
+		down, err := n.SetLink(AgentAddr.Addr(), ViewerAddr.Addr(), nw.Downlink)
+		if err != nil {
+			return nil, fmt.Errorf("lab: downlink: %w", err)
+		}
+		stats = linkStats(up, down)
 	}
 	agentConn, err := n.Listen(AgentAddr)
 	if err != nil {
@@ -55,15 +65,23 @@ func (Memory) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	marked := func() int64 { return int64(viewerConn.MarkedArrivals()) }
-	return &Conn{Agent: pair.Server, Viewer: pair.Client, Stats: linkStats(up, down), Traffic: memoryFlows{n}, Marked: marked, Close: func() {
+	conn := &Conn{Agent: pair.Server, Viewer: pair.Client, Stats: stats, Traffic: memoryFlows{n, hops}, Marked: marked, Close: func() {
 		pair.Close()
 		n.Close()
-	}}, nil
+	}}
+	if hops != nil {
+		conn.Hops = hops.stats
+	}
+	return conn, nil
 }
 
 // memoryFlows runs the flows on the in-memory network: their endpoints
-// share the hosts, and so the links, of the session's two PCs.
-type memoryFlows struct{ n *netem.Network }
+// share the hosts, and so the links, of the session's two PCs, or on a
+// path of hops the hosts before and after the flow's hops.
+type memoryFlows struct {
+	n    *netem.Network
+	hops *hopPath
+}
 
 // Run implements traffic.Network.
 func (m memoryFlows) Run(ctx context.Context, f traffic.Flow, i int, env traffic.Env) (flows.Stats, []groundtruth.Frame, error) {
@@ -75,11 +93,15 @@ func (m memoryFlows) Run(ctx context.Context, f traffic.Flow, i int, env traffic
 func (m memoryFlows) Ends(f traffic.Flow, i int) (net.PacketConn, net.PacketConn, error) {
 	port := uint16(traffic.PortBase + i)
 	agentRole, viewerRole := f.Roles()
-	a, err := m.endpoint(true, port, f.Delay, "traffic/"+f.Name+"/"+agentRole)
+	agentHost, viewerHost, err := m.hops.ends(f)
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := m.endpoint(false, port, f.Delay, "traffic/"+f.Name+"/"+viewerRole)
+	a, err := m.endpoint(agentHost, port, f.Delay, "traffic/"+f.Name+"/"+agentRole)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := m.endpoint(viewerHost, port, f.Delay, "traffic/"+f.Name+"/"+viewerRole)
 	if err != nil {
 		a.Close()
 		return nil, nil, err
@@ -95,13 +117,9 @@ func (m memoryFlows) Ends(f traffic.Flow, i int) (net.PacketConn, net.PacketConn
 	return a, v, nil
 }
 
-// endpoint binds port at the agent's host (agentSide) or the viewer's,
-// its datagrams delayed by delay before the shared links.
-func (m memoryFlows) endpoint(agentSide bool, port uint16, delay time.Duration, name string) (net.PacketConn, error) {
-	host := ViewerAddr.Addr()
-	if agentSide {
-		host = AgentAddr.Addr()
-	}
+// endpoint binds port at host, its datagrams delayed by delay before the
+// shared links.
+func (m memoryFlows) endpoint(host netip.Addr, port uint16, delay time.Duration, name string) (net.PacketConn, error) {
 	c, err := m.n.Listen(netip.AddrPortFrom(host, port))
 	if err != nil {
 		return nil, err

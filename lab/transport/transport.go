@@ -56,6 +56,13 @@ type Network struct {
 	// timelines and epoch, and their taps when a capture records packets.
 	// A transport whose links take their own seed sets Seed in them.
 	Uplink, Downlink netem.LinkConfig
+	// Hops, when set, is a path of several hops in place of Uplink and
+	// Downlink, in the order the video crosses them (only the in-memory
+	// transport makes one). UpBottleneck and DownBottleneck are the
+	// places in Hops of the hops whose counters stand for the session's
+	// up and down links (Conn.Stats): the narrowest in each direction.
+	Hops                         []Hop
+	UpBottleneck, DownBottleneck int
 	// Recorder records the session for the debugging tools; nil records
 	// nothing.
 	Recorder Recorder
@@ -105,6 +112,9 @@ type Conn struct {
 	// function rather than the links, because the real-time proxy keeps
 	// its links to itself and shows only their counters.
 	Stats func() (up, down netem.Stats)
+	// Hops reads the counters of every hop of a path of several
+	// (Network.Hops), in its order; nil for a path of one pair of links.
+	Hops func() []HopStats
 	// Path is how the PCs connected, set by a transport that chooses
 	// between paths (Topology); nil for the others.
 	Path *PathResult
