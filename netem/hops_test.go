@@ -173,3 +173,20 @@ func TestPathMTUCountsEveryHop(t *testing.T) {
 		require.Equal(t, 1492, n.PathMTU(b, a))
 	})
 }
+
+func TestHopsRouteRemovedOnTheWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNetwork(1)
+		defer n.Close()
+		a, b := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.1")
+		twoHops(t, n, a, b, [2]LinkConfig{delayLink("h1", 10*time.Millisecond), delayLink("h2", 10*time.Millisecond)}, [2]LinkConfig{})
+		ca := n.MustListen("10.0.0.2:1000")
+		cb := n.MustListen("10.0.0.1:2000")
+		_, err := ca.WriteTo([]byte("lost"), cb.LocalAddr())
+		require.NoError(t, err)
+		require.NoError(t, n.SetRoute(a, b)) // gone while the packet is on the first hop
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, uint64(1), n.NoRoute().Packets, "it leaves the first hop with no route to follow")
+	})
+}
