@@ -38,5 +38,8 @@ traffic:
 		require.InDelta(t, 500_000, float64(cross), 20_000, "access %d B, core %d B", access.Down.DeliveredBytes, core.Down.DeliveredBytes)
 		require.Equal(t, access.LinkTotals, res.Links, "the session's links are the narrower hop's")
 		require.Greater(t, core.Down.DeliveredBytes, uint64(500_000), "the session's video crosses the core")
+		require.Equal(t, []string{"access"}, res.Traffic[0].Hops)
+		require.Nil(t, res.Summary.Flows[1].Share, "a flow on part of the path has no share of the narrowest hop")
+		require.NotNil(t, res.Summary.Flows[0].Share, "the session has its share")
 	})
 }

@@ -230,7 +230,7 @@ func flowRecords(flows []traffic.Result, kernel bool, off func(time.Time) time.D
 		f := fr.Flow
 		rec := result.FlowRecord{
 			Name: f.Name, Kind: f.Kind, Direction: "down", Description: describeFlow(f, kernel),
-			Start: f.Start, Stop: f.Stop, Delay: f.Delay,
+			Start: f.Start, Stop: f.Stop, Delay: f.Delay, Hops: f.Hops,
 			SentBytes: fr.Stats.Sent, DeliveredBytes: fr.Stats.Delivered, Delivered: fr.Delivered,
 			Packets: fr.Stats.Packets, Lost: fr.Stats.Lost, Marked: fr.Stats.Marked,
 		}

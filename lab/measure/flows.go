@@ -102,6 +102,9 @@ func (w window) flowShare(name string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if f != nil && len(f.Hops) > 0 {
+		return 0, fmt.Errorf("%w: flow %s crosses part of the path (hops %v), and its share would count over the narrowest hop", ErrNoData, name, f.Hops)
+	}
 	dir := direction(f)
 	got := deliveriesOf(w.r, f)
 	var capBits, bits float64

@@ -124,6 +124,11 @@ type FlowRecord struct {
 	Start time.Duration `json:"start_ns"`
 	Stop  time.Duration `json:"stop_ns"`
 	Delay time.Duration `json:"delay_ns,omitempty"`
+	// Hops are the hops of a path of several it crossed (the scenario's
+	// traffic[].hops); left out, the whole path. Such a flow has no share:
+	// a share counts over the path's narrowest hop, which it may not
+	// cross.
+	Hops []string `json:"hops,omitempty"`
 	// SentBytes is the payload handed to its transport, DeliveredBytes
 	// what its receiver's application got (a session's: its video).
 	SentBytes      int64 `json:"sent_bytes"`
