@@ -1,10 +1,13 @@
 package lab_test
 
 import (
+	"bytes"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
+	"github.com/nuvirahub/latencylab/lab/transport"
 	"github.com/nuvirahub/latencylab/scenarios"
 	"github.com/stretchr/testify/require"
 )
@@ -42,4 +45,19 @@ traffic:
 		require.Nil(t, res.Summary.Flows[1].Share, "a flow on part of the path has no share of the narrowest hop")
 		require.NotNil(t, res.Summary.Flows[0].Share, "the session has its share")
 	})
+}
+
+// A path of hops is the in-memory network's only, and has no links of
+// the session's own for a packet capture to tap: both are refused before
+// anything is made.
+func TestHopsRefusedWhereTheyCannotRun(t *testing.T) {
+	hops := []transport.Hop{{Name: "core"}, {Name: "access"}}
+	synctest.Test(t, func(t *testing.T) {
+		_, err := lab.RunSessionContext(t.Context(), lab.Session{Duration: time.Second, Hops: hops, Capture: lab.Capture{Pcap: &bytes.Buffer{}}})
+		require.ErrorIs(t, err, lab.ErrUnsupported)
+		require.ErrorContains(t, err, "packet capture of a path of several hops")
+	})
+	_, err := lab.RunSessionContext(t.Context(), lab.Session{Duration: time.Second, Hops: hops, Transport: transport.RealTime{}})
+	require.ErrorIs(t, err, lab.ErrUnsupported)
+	require.ErrorContains(t, err, "only the in-memory network makes one")
 }

@@ -341,6 +341,11 @@ func openNetwork(ctx context.Context, s Session, tr transport.Transport) (*sessi
 		if _, ok := tr.(transport.Memory); !ok {
 			return nil, errors.Join(fmt.Errorf("%w: a path of several hops in %T (only the in-memory network makes one)", ErrUnsupported, tr), capt.finish(nil))
 		}
+		if upTap != nil || downTap != nil {
+			// A capture's interfaces are the session's two links; a path
+			// of hops has none of its own to tap.
+			return nil, errors.Join(fmt.Errorf("%w: a packet capture of a path of several hops", ErrUnsupported), capt.finish(nil))
+		}
 		for _, h := range s.Hops {
 			h.Up.Name, h.Down.Name = "hop/"+h.Name+"/up", "hop/"+h.Name+"/down"
 			h.Up.Epoch, h.Down.Epoch = epoch, epoch

@@ -23,8 +23,8 @@ type Memory struct{}
 // Check implements Transport: bbr needs the kernel's TCP.
 func (Memory) Check(fl []traffic.Flow) error { return traffic.CheckModels(fl) }
 
-// Open implements Transport: it makes the network and its two links and
-// connects the PCs.
+// Open implements Transport: it makes the network and its two links (or
+// its path of hops, Network.Hops) and connects the PCs.
 func (Memory) Open(ctx context.Context, nw Network) (_ *Conn, err error) {
 	n := netem.NewNetwork(nw.Seed)
 	defer func() {
