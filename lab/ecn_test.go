@@ -2,8 +2,8 @@ package lab_test
 
 import (
 	"testing"
-	"time"
 	"testing/synctest"
+	"time"
 
 	"github.com/nuvirahub/latencylab/lab"
 	"github.com/nuvirahub/latencylab/scenarios"
