@@ -25,18 +25,18 @@ func (c *PacketConn) PassECN(on bool) { c.passECN.Store(on) }
 func (c *PacketConn) MarkedArrivals() uint64 { return c.markedArrivals.Load() }
 
 // sentECN is the codepoint of a datagram whose sender asked for the ECN
-// bits in tos (its low two bits).
-func (c *PacketConn) sentECN(tos byte) ECN {
+// field asked in a control message.
+func (c *PacketConn) sentECN(asked ECN) ECN {
 	if !c.passECN.Load() {
 		return NotECT
 	}
-	return ECN(tos & 0b11)
+	return asked
 }
 
-// receivedECN is the ECN byte a control message reports for p.
-func (c *PacketConn) receivedECN(p *Packet) byte {
+// receivedECN is the ECN field a control message reports for p.
+func (c *PacketConn) receivedECN(p *Packet) ECN {
 	if !c.passECN.Load() {
-		return byte(NotECT)
+		return NotECT
 	}
-	return byte(p.ECN)
+	return p.ECN
 }

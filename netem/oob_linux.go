@@ -9,7 +9,6 @@ import (
 	"net"
 	"sync"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -171,35 +170,12 @@ func (c *PacketConn) unpack(p *Packet, b, oob []byte) (n, oobn, flags int, addr 
 	recvTOS := c.recvTOS
 	c.mu.Unlock()
 	if recvTOS {
-		oobn = putECN(oob, c.receivedECN(p), c.local.Addr().Unmap().Is4())
+		if v4 := c.local.Addr().Unmap().Is4(); len(oob) >= tosCmsgSpace(v4) {
+			oobn = len(appendTOSCmsg(oob[:0], c.receivedECN(p), v4))
+		}
 	}
 	p.release()
 	return n, oobn, flags, addr
-}
-
-// putECN writes the ECN bits as the kernel's control message (IP_TOS, one
-// byte; IPV6_TCLASS, an int) into oob and returns its length, 0 if oob is
-// too short.
-func putECN(oob []byte, ecn byte, v4 bool) int {
-	level, typ, dataLen := unix.IPPROTO_IP, unix.IP_TOS, 1
-	if !v4 {
-		level, typ, dataLen = unix.IPPROTO_IPV6, unix.IPV6_TCLASS, 4
-	}
-	space := unix.CmsgSpace(dataLen)
-	if len(oob) < space {
-		return 0
-	}
-	clear(oob[:space])
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
-	h.Level, h.Type = int32(level), int32(typ)
-	h.SetLen(unix.CmsgLen(dataLen))
-	data := oob[unix.CmsgLen(0):]
-	if v4 {
-		data[0] = ecn
-	} else {
-		binary.NativeEndian.PutUint32(data, uint32(ecn))
-	}
-	return space
 }
 
 // WriteMsgUDP sends b to addr as net.UDPConn's does, reading the control
@@ -215,20 +191,15 @@ func (c *PacketConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int,
 	if err != nil {
 		return 0, 0, c.opError("write", err)
 	}
-	segment, bits := len(b), byte(0)
+	segment := len(b)
 	for _, m := range msgs {
-		switch {
-		case m.Header.Level == unix.IPPROTO_UDP && m.Header.Type == unix.UDP_SEGMENT && len(m.Data) >= 2:
+		if m.Header.Level == unix.IPPROTO_UDP && m.Header.Type == unix.UDP_SEGMENT && len(m.Data) >= 2 {
 			if s := int(binary.NativeEndian.Uint16(m.Data)); s > 0 {
 				segment = s
 			}
-		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1:
-			bits = m.Data[0]
-		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4:
-			bits = byte(binary.NativeEndian.Uint32(m.Data))
 		}
 	}
-	ecn := c.sentECN(bits)
+	ecn := c.sentECN(cmsgECN(oob))
 	if len(b) == 0 { // an empty datagram is one datagram
 		return 0, len(oob), c.write(b, addr, ecn)
 	}

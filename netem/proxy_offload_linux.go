@@ -17,21 +17,24 @@ var groOOBSize = 2 * unix.CmsgSpace(4)
 // gsoOOBSize is the control buffer each sent message gets: one UDP_SEGMENT.
 var gsoOOBSize = unix.CmsgSpace(2)
 
-// cmsgLenSize is the size of a cmsghdr's length field (a size_t); the level
-// and type that follow it are two C ints.
-const cmsgLenSize = unix.SizeofCmsghdr - 8
-
 // enableGRO asks the kernel to hand c's reader coalesced runs of datagrams
 // (one read, one segment size in a UDP_GRO control message) where it can. A
 // kernel without UDP_GRO (before 5.0) refuses, and reads stay one datagram
 // each.
-func enableGRO(c *net.UDPConn) {
+func enableGRO(c *net.UDPConn) { turnOn(c, [2]int{unix.SOL_UDP, unix.UDP_GRO}) }
+
+// turnOn sets each of c's options (level, name) to 1. A kernel or a
+// socket family without one refuses it, and it stays off: each caller's
+// feature then falls back on its own.
+func turnOn(c *net.UDPConn, opts ...[2]int) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return
 	}
 	_ = rc.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
+		for _, o := range opts {
+			_ = unix.SetsockoptInt(int(fd), o[0], o[1], 1)
+		}
 	})
 }
 
@@ -66,13 +69,8 @@ func isGSOError(err error) bool {
 // appendSegmentCmsg appends a UDP_SEGMENT control message asking the kernel
 // to cut the message's payload into datagrams of size bytes.
 func appendSegmentCmsg(b []byte, size uint16) []byte {
-	start := len(b)
-	b = append(b, make([]byte, unix.CmsgSpace(2))...)
-	h := b[start:]
-	putCmsgLen(h, unix.CmsgLen(2))
-	binary.NativeEndian.PutUint32(h[cmsgLenSize:], uint32(unix.SOL_UDP))
-	binary.NativeEndian.PutUint32(h[cmsgLenSize+4:], uint32(unix.UDP_SEGMENT))
-	binary.NativeEndian.PutUint16(h[unix.CmsgLen(0):], size)
+	b, d := appendCmsg(b, unix.SOL_UDP, unix.UDP_SEGMENT, 2)
+	binary.NativeEndian.PutUint16(d, size)
 	return b
 }
 
@@ -80,38 +78,9 @@ func appendSegmentCmsg(b []byte, size uint16) []byte {
 // segment size, or 0 if there is none (the message is then one datagram) or
 // oob is malformed.
 func groSegmentSize(oob []byte) int {
-	for len(oob) >= unix.CmsgLen(0) {
-		l := cmsgLen(oob)
-		if l < uint64(unix.CmsgLen(0)) || l > uint64(len(oob)) {
-			return 0
-		}
-		level := int32(binary.NativeEndian.Uint32(oob[cmsgLenSize:]))
-		typ := int32(binary.NativeEndian.Uint32(oob[cmsgLenSize+4:]))
-		if level == unix.SOL_UDP && typ == unix.UDP_GRO && l >= uint64(unix.CmsgLen(4)) {
-			// The kernel writes the segment size as a C int.
-			return max(0, int(int32(binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):]))))
-		}
-		// Control messages are padded to the alignment CmsgSpace uses.
-		next := unix.CmsgSpace(int(l) - unix.CmsgLen(0))
-		if next >= len(oob) {
-			return 0
-		}
-		oob = oob[next:]
+	if d := findCmsg(oob, unix.SOL_UDP, unix.UDP_GRO, 4); d != nil {
+		// The kernel writes the segment size as a C int.
+		return max(0, int(int32(binary.NativeEndian.Uint32(d))))
 	}
 	return 0
-}
-
-func cmsgLen(h []byte) uint64 {
-	if cmsgLenSize == 8 {
-		return binary.NativeEndian.Uint64(h)
-	}
-	return uint64(binary.NativeEndian.Uint32(h))
-}
-
-func putCmsgLen(h []byte, l int) {
-	if cmsgLenSize == 8 {
-		binary.NativeEndian.PutUint64(h, uint64(l))
-		return
-	}
-	binary.NativeEndian.PutUint32(h, uint32(l))
 }
