@@ -136,6 +136,11 @@ type Hop struct {
 	DownMTU int `yaml:"down_mtu" format:"size" hint:" (leave down_mtu out for 1500B)"`
 }
 
+// QUICECN tells whether the flow is a QUIC one (quic-bulk, session,
+// reverse-media) made ECN-capable: quic-go's ECN, which only a socket's
+// control messages carry (tcp-bulk's is the TCP-like model's own).
+func (f Flow) QUICECN() bool { return f.ECN != "" && f.Kind != "tcp-bulk" }
+
 // Flow is one flow of other traffic, sharing the session's links (the
 // same up and down links, their bottleneck and their queue) from Start to
 // Stop. Kind says what it is and which keys it reads (flowFields): a key

@@ -929,7 +929,7 @@ func (v validator) traffic() {
 		if has("delay", f.Delay != 0) {
 			v.nonNeg(p+".delay", f.Delay)
 		}
-		if f.ECN != "" && f.Kind != "tcp-bulk" && slices.Contains(flowFields[f.Kind], "ecn") {
+		if f.QUICECN() && slices.Contains(flowFields[f.Kind], "ecn") {
 			// QUIC's ECN: quic-go's classic response only, and through an
 			// endpoint's control messages, which a flow's extra delay
 			// (re-injected datagrams) does not carry.

@@ -210,7 +210,7 @@ func labTest(ctx context.Context, args []string, stdout, stderr io.Writer, open 
 	switch {
 	case !o.exact:
 		mode = "natively, in worker processes"
-	case slices.ContainsFunc(scs, nativeOnly):
+	case slices.ContainsFunc(scs, exact.NativeOnly):
 		mode = "exact, and natively in worker processes what only a native process can run"
 	}
 	fmt.Fprintf(stdout, "ran %s in %.1f s wall; results, summary.md, report.md and report.html in %s\n", mode, time.Since(began).Seconds(), o.out)
@@ -253,7 +253,7 @@ func runExactThenNative(ctx context.Context, root string, o testOptions, scs []*
 	var exactOnes []*scenarios.Scenario
 	var nativeFiles, nativeNames []string
 	for _, sc := range scs {
-		if !nativeOnly(sc) {
+		if !exact.NativeOnly(sc) {
 			exactOnes = append(exactOnes, sc)
 		} else if !slices.Contains(nativeFiles, sc.File) {
 			nativeFiles, nativeNames = append(nativeFiles, sc.File), append(nativeNames, sc.Name)
@@ -275,11 +275,6 @@ func runExactThenNative(ctx context.Context, root string, o testOptions, scs []*
 	native.paths = nativeFiles
 	more, err := runNativeFiles(root, native, stdout, stderr)
 	return append(out, more...), err
-}
-
-// nativeOnly says whether only a native process can run sc.
-func nativeOnly(sc *scenarios.Scenario) bool {
-	return errors.Is(exact.Supports(sc), exact.ErrNative)
 }
 
 // runExactFiles runs the sessions exact, in this process.

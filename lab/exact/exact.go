@@ -401,7 +401,7 @@ func Supports(sc *scenarios.Scenario) error {
 	if sc.ECN == "" {
 		ecn = ""
 		for i, f := range sc.Traffic {
-			if f.ECN != "" && f.Kind != "tcp-bulk" {
+			if f.QUICECN() {
 				ecn = fmt.Sprintf("traffic[%d].ecn", i)
 				break
 			}
@@ -413,6 +413,11 @@ func Supports(sc *scenarios.Scenario) error {
 	}
 	return nil
 }
+
+// NativeOnly says whether only a native process can run sc (Supports
+// refuses it with ErrNative): the exact runs hand such a scenario to a
+// native session.
+func NativeOnly(sc *scenarios.Scenario) bool { return errors.Is(Supports(sc), ErrNative) }
 
 // Close releases the runtime.
 func (r *Runner) Close(ctx context.Context) error { return r.runtime.Close(ctx) }

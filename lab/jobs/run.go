@@ -273,7 +273,7 @@ func runExact(ctx context.Context, r *exact.Runner, slots int, queue <-chan job,
 	for range slots {
 		wg.Go(func() {
 			for j := range queue {
-				if native != nil && errors.Is(exact.Supports(j.sc), exact.ErrNative) {
+				if native != nil && exact.NativeOnly(j.sc) {
 					native(j)
 					continue
 				}

@@ -143,6 +143,11 @@ func Check(fl []Flow, duration time.Duration) error {
 		seen[f.Name] = true
 		switch f.Kind {
 		case KindQUICBulk, KindSession, KindReverseMedia:
+			if f.QUICECN() && f.Delay != 0 {
+				// The delayed endpoint re-sends the datagrams without the
+				// bits quic-go sets: the flow would run not ECN-capable.
+				return fmt.Errorf("%w: %s: ECN with a delay: the delayed endpoint re-sends its datagrams without the ECN bits quic-go sets", laberr.ErrScenario, where)
+			}
 		case KindTCPBulk, KindWeb:
 			if f.Congestion != "" && f.Congestion != "bbr" && !slices.Contains(tcplike.Controllers, f.Congestion) {
 				return fmt.Errorf("%w: %s: unknown congestion controller %q", laberr.ErrScenario, where, f.Congestion)

@@ -107,7 +107,7 @@ func (m memoryFlows) Ends(f traffic.Flow, i int) (net.PacketConn, net.PacketConn
 		return nil, nil, err
 	}
 	if f.QUICECN() {
-		// The loader refuses ECN with a delay, so both are endpoints.
+		// traffic.Check refuses ECN with a delay, so both are endpoints.
 		for _, c := range []net.PacketConn{a, v} {
 			if e, ok := c.(*netem.PacketConn); ok {
 				e.PassECN(true)
