@@ -53,8 +53,10 @@ func TestECNScenarioKeyReachesTheSession(t *testing.T) {
 // Marks are recorded per flow: an ECN-capable QUIC bulk flow beside a
 // session that is not ECN-capable gets the CoDel bottleneck's marks (its
 // flow record's marked), the session none; with the session ECN-capable
-// too, its own marks are the result's marked, and the flow's and the
-// session's together are the link's.
+// too, its own marks are the result's marked. The flow's and the session's
+// together are the link's, but for a marked packet still in flight when the
+// session ends and the flow's endpoints close (1 in 5 runs is one short):
+// an endpoint counts what reached it.
 func TestECNMarksPerFlow(t *testing.T) {
 	for _, sessionECN := range []bool{false, true} {
 		key := ""
@@ -80,7 +82,9 @@ traffic:
 				sessionECN, res.Marked, flow.Marked, res.Links.Down.Marked, res.Links.Down.Dropped)
 			require.Positive(t, flow.Marked, "the ECN-capable download is marked")
 			require.Equal(t, sessionECN, res.Marked > 0, "the session is marked only when ECN-capable")
-			require.Equal(t, int64(res.Links.Down.Marked), res.Marked+flow.Marked, "every mark on the downlink is one of theirs")
+			link := int64(res.Links.Down.Marked)
+			require.LessOrEqual(t, res.Marked+flow.Marked, link, "no mark but the downlink's")
+			require.GreaterOrEqual(t, res.Marked+flow.Marked, link-2, "every mark on the downlink is one of theirs, but those in flight at the end")
 		})
 	}
 }

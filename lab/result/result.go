@@ -89,7 +89,9 @@ type Run struct {
 	Links LinkTotals `json:"links"`
 	// Marked counts the session's own packets that arrived at the viewer
 	// CE-marked (an ECN-capable session, ecn: classic, through a queue that
-	// marks); the links' marked_packets count every flow's.
+	// marks), as the in-memory network's endpoint counts them (0 in real
+	// time, whose sockets are the kernel's); the links' marked_packets
+	// count every flow's.
 	Marked int64 `json:"marked,omitempty"`
 	// Hops are each hop's links' counters over the session (from time
 	// zero) on a path of several, in the order the video crosses them;
