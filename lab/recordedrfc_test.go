@@ -114,7 +114,7 @@ func TestRecordedRFC8867VariableCapacity(t *testing.T) {
 				collect(t, model, m)
 				t.Logf("seed %d: OpenH264 %s; model %s", seed, repairs(r), repairs(m))
 			}
-			judgeTwin(t, file, real, model, knownRecordedRFCGaps, nil)
+			judgeTwin(t, file, "model", real, model, knownRecordedRFCGaps, nil)
 		})
 	}
 }
