@@ -17,10 +17,12 @@ import (
 // workerAgreement are the measures, over the whole run, that two worker
 // runs of one seed must agree on by the bound rule. Their spread over 10
 // runs of seed 1 in one process, where runs differ far more often than in
-// workers (worker.go): abr-lossy's frame rate 37.5-43.0 fps (1.15x) and
-// mean bitrate 2.59-2.88 Mbit/s (1.11x), mobile-spikes' 1.005x and 1.000x.
-// Its latencies are left out: abr-lossy's median moved 1.38x over those
-// runs, which the library's bounds, set from such runs, allow.
+// workers (worker.go): lossy-fixed-bitrate's frame rate and mean bitrate
+// the same in all 10 (2.25 fps, 3.72 Mbit/s), mobile-spikes' 1.005x and
+// 1.000x. abr-lossy, the lossy scenario here before it took OpenH264's
+// frame sizes, now spreads 1.86x (11.2-20.7 fps), which the rule's band
+// does not hold: which repairs come late decides it. The latencies are
+// left out: a median moves between such runs more than the rule allows.
 var workerAgreement = []string{"fps", "bitrate.mean"}
 
 // TestWorker is the test worker processes run (UseWorkers("TestWorker")):
@@ -43,7 +45,7 @@ func TestWorker(t *testing.T) {
 	}
 	UseWorkers("TestWorker")
 	defer UseWorkers("")
-	scs := asWritten(t, "abr-lossy", "mobile-spikes")
+	scs := asWritten(t, "lossy-fixed-bitrate", "mobile-spikes")
 	seed := scs[0].Seed
 	for _, sc := range scs {
 		require.Equal(t, seed, sc.Seed, "%s: the scenarios share the library's seed, which their bounds were set at", sc.Name)
