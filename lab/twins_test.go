@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,14 @@ var knownTwinGaps = map[string]string{
 	"real-mobile-spikes/latency.median":   "at seed 3 the model's median is 116-151 ms (two runs) against the real runs' 50-74 ms: the model's repair keyframes are all 70 KB (the animation's first keyframe), OpenH264's spread from 31 to 77 KB at 4 Mbit/s (its repair keyframe's quantiser is held between 26 and 35 and set from the last keyframe's complexity), 36 KB on average in the seed-3 real run; the larger ones hold the link longer",
 	"real-abr-capacity-drop/damaged.time": "the model's frames of the animation are all the same size, so none overtakes another when the capacity drops; OpenH264's vary, and 0.2-3.4 s of damaged pictures follow",
 	"real-still-refine/fps":               "the model sends the photo at its budget and refines it (N15) where OpenH264 sends one 164 KB frame at its quantiser and skips all 15 passes; counting frames as OpenH264 does, the model skips most of its passes too, and shows 1.6 frames a second against 0.2-1",
+}
+
+// knownPolicyTwinGaps are known differences under one viewer policy only
+// (-twin-policies), by policy, then twin and figure, as knownTwinGaps.
+var knownPolicyTwinGaps = map[string]map[string]string{
+	"keyframe": {
+		"real-abr-lossy/fps": "the model shows 50-56 frames a second against the real runs' 24-38 (one run of the test, 2026-12-04; 55.9 at seed 1 fell outside the band's 53.7): the model's P frames of the animation are its target's share, where OpenH264's run over it and its rate control skips frames (seen under wait, where the band still holds the model's 60)",
+	},
 }
 
 // twinMixtures are the figures whose model runs have two outcomes at the
@@ -153,10 +162,17 @@ func TestModelMatchesRealTwins(t *testing.T) {
 		require.Contains(t, files, filepath.Join("testdata", "real", name+".yaml"), "a mixture of a twin that is gone: %s", key)
 		require.Contains(t, twinFigures, fig, "a mixture of a figure not compared: %s", key)
 	}
-	for key := range knownTwinGaps {
-		name, fig, _ := strings.Cut(key, "/")
-		require.Contains(t, files, filepath.Join("testdata", "real", name+".yaml"), "a known difference of a twin that is gone: %s", key)
-		require.Contains(t, twinFigures, fig, "a known difference of a figure not compared: %s", key)
+	gaps := []map[string]string{knownTwinGaps}
+	for policy, known := range knownPolicyTwinGaps {
+		require.Contains(t, viewer.Policies, viewer.Policy(policy), "a known difference under a policy that is gone")
+		gaps = append(gaps, known)
+	}
+	for _, known := range gaps {
+		for key := range known {
+			name, fig, _ := strings.Cut(key, "/")
+			require.Contains(t, files, filepath.Join("testdata", "real", name+".yaml"), "a known difference of a twin that is gone: %s", key)
+			require.Contains(t, twinFigures, fig, "a known difference of a figure not compared: %s", key)
+		}
 	}
 	for _, file := range files {
 		for _, policy := range policies {
@@ -175,7 +191,9 @@ func TestModelMatchesRealTwins(t *testing.T) {
 					}
 					collect(t, model, r)
 				}
-				judgeTwin(t, name, "model", real, model, knownTwinGaps, twinMixtures)
+				known := maps.Clone(knownTwinGaps)
+				maps.Copy(known, knownPolicyTwinGaps[policy])
+				judgeTwin(t, name, "model", real, model, known, twinMixtures)
 				if lt, ok := libraryTwins[name]; ok && policy == cmp.Or(libraryScenario(t, lt.scenario).Viewer.Policy, string(viewer.PolicyDrop)) {
 					t.Run("library", func(t *testing.T) {
 						lib, budget := map[string][]float64{}, map[string][]float64{}
