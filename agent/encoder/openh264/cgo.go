@@ -67,7 +67,7 @@ typedef struct {
 	SFrameBSInfo info;
 } lab_enc;
 
-static int lab_enc_new(lab_enc** out, int w, int h, int bitrate, float fps, int rc, int skip, int camera) {
+static int lab_enc_new(lab_enc** out, int w, int h, int bitrate, float fps, int rc, int skip, int camera, int ltr) {
 	lab_enc* x = (lab_enc*)calloc(1, sizeof(lab_enc));
 	if (!x) return -3;
 	int rv = lab_create_enc(&x->e);
@@ -96,6 +96,16 @@ static int lab_enc_new(lab_enc** out, int w, int h, int bitrate, float fps, int 
 	p.sSpatialLayers[0].iMaxSpatialBitrate = UNSPECIFIED_BIT_RATE;
 	p.sSpatialLayers[0].sSliceArgument.uiSliceMode = SM_SINGLE_SLICE;
 	p.sSpatialLayers[0].sSliceArgument.uiSliceNum = 1;
+	if (ltr > 0) {
+		// Long-term references with the decoder's feedback: a frame is
+		// marked every ltr frames, and the encoder refers to it only once
+		// the decoder has said it holds it (a lossy link, not a lossless
+		// one).
+		p.bEnableLongTermReference = true;
+		p.iLTRRefNum = 2; // the encoder's only count (codec_app_def.h)
+		p.iLtrMarkPeriod = ltr;
+		p.bIsLosslessLink = false;
+	}
 	rv = (*x->e)->InitializeExt(x->e, &p);
 	if (rv != 0) { lab_destroy_enc(x->e); free(x); return rv; }
 	int format = videoFormatI420;
@@ -154,6 +164,25 @@ static int lab_enc_set_framerate(lab_enc* x, float fps) {
 	return (*x->e)->SetOption(x->e, ENCODER_OPTION_FRAME_RATE, &fps);
 }
 
+static int lab_enc_ltr_marked(lab_enc* x, unsigned int idr, int frame, int ok) {
+	SLTRMarkingFeedback f;
+	memset(&f, 0, sizeof f);
+	f.uiFeedbackType = ok ? LTR_MARKING_SUCCESS : LTR_MARKING_FAILED;
+	f.uiIDRPicId = idr;
+	f.iLTRFrameNum = frame;
+	return (*x->e)->SetOption(x->e, ENCODER_LTR_MARKING_FEEDBACK, &f);
+}
+
+static int lab_enc_ltr_recover(lab_enc* x, unsigned int idr, int lastCorrect, int current) {
+	SLTRRecoverRequest r;
+	memset(&r, 0, sizeof r);
+	r.uiFeedbackType = LTR_RECOVERY_REQUEST;
+	r.uiIDRPicId = idr;
+	r.iLastCorrectFrameNum = lastCorrect;
+	r.iCurrentFrameNum = current;
+	return (*x->e)->SetOption(x->e, ENCODER_LTR_RECOVERY_REQUEST, &r);
+}
+
 static void lab_enc_free(lab_enc* x) {
 	(*x->e)->Uninitialize(x->e);
 	lab_destroy_enc(x->e);
@@ -202,6 +231,16 @@ static int lab_dec_decode(lab_dec* x, const unsigned char* src, int n, int* read
 
 static unsigned char* lab_dec_plane(lab_dec* x, int i) { return x->planes[i]; }
 
+// lab_dec_refs reports the last decoded frame's frame_num, its IDR's id,
+// and whether it marked a long-term reference (and which frame_num).
+static void lab_dec_refs(lab_dec* x, int* frame, int* idr, int* marks, int* marked) {
+	*frame = *idr = *marks = *marked = 0;
+	(*x->d)->GetOption(x->d, DECODER_OPTION_FRAME_NUM, frame);
+	(*x->d)->GetOption(x->d, DECODER_OPTION_IDR_PIC_ID, idr);
+	(*x->d)->GetOption(x->d, DECODER_OPTION_LTR_MARKING_FLAG, marks);
+	(*x->d)->GetOption(x->d, DECODER_OPTION_LTR_MARKED_FRAME_NUM, marked);
+}
+
 static void lab_dec_free(lab_dec* x) {
 	(*x->d)->Uninitialize(x->d);
 	lab_destroy_dec(x->d);
@@ -225,16 +264,19 @@ static const char* lab_load(void) {
 	}
 	return "this binary was built without OpenH264's header (wels/codec_api.h) and libopenh264.so.7 is not installed: install Debian's libopenh264-dev, run go clean -cache, and build again";
 }
-static int lab_enc_new(lab_enc** out, int w, int h, int bitrate, float fps, int rc, int skip, int camera) { return -4; }
+static int lab_enc_new(lab_enc** out, int w, int h, int bitrate, float fps, int rc, int skip, int camera, int ltr) { return -4; }
 static int lab_enc_encode(lab_enc* x, unsigned char* y, unsigned char* u, unsigned char* v, int w, int h, long long ts, int* type, int* size) { return -4; }
 static void lab_enc_copy(lab_enc* x, unsigned char* dst) {}
 static int lab_enc_force_idr(lab_enc* x) { return -4; }
 static int lab_enc_set_bitrate(lab_enc* x, int bps) { return -4; }
 static int lab_enc_set_framerate(lab_enc* x, float fps) { return -4; }
+static int lab_enc_ltr_marked(lab_enc* x, unsigned int idr, int frame, int ok) { return -4; }
+static int lab_enc_ltr_recover(lab_enc* x, unsigned int idr, int lastCorrect, int current) { return -4; }
 static void lab_enc_free(lab_enc* x) {}
 static int lab_dec_new(lab_dec** out) { return -4; }
 static int lab_dec_decode(lab_dec* x, const unsigned char* src, int n, int* ready, int* w, int* h, int* ystride, int* cstride) { return -4; }
 static unsigned char* lab_dec_plane(lab_dec* x, int i) { return NULL; }
+static void lab_dec_refs(lab_dec* x, int* frame, int* idr, int* marks, int* marked) { *frame = *idr = *marks = *marked = 0; }
 static void lab_dec_free(lab_dec* x) {}
 static void lab_built_with(int* v) { v[0] = v[1] = v[2] = 0; }
 static void lab_loaded_version(int* v) { v[0] = v[1] = v[2] = 0; }
@@ -303,7 +345,7 @@ func NewEncoder(p Params) (*Encoder, error) {
 	rc := map[RateControl]C.int{RateBitrate: 1, RateQuality: 0, RateTimestamp: 3, RateOff: -1}[p.RateControl]
 	var c *C.lab_enc
 	rv := C.lab_enc_new(&c, C.int(p.Width), C.int(p.Height), C.int(p.Bitrate), C.float(p.FrameRate), rc,
-		cbool(p.FrameSkip), cbool(p.Camera))
+		cbool(p.FrameSkip), cbool(p.Camera), C.int(p.LongTermEvery))
 	if err := codecErr("InitializeExt", rv); err != nil {
 		return nil, err
 	}
@@ -370,6 +412,22 @@ func (e *Encoder) SetFrameRate(fps float64) error {
 	return codecErr("SetOption(ENCODER_OPTION_FRAME_RATE)", C.lab_enc_set_framerate(e.c, C.float(fps)))
 }
 
+// LongTermMarked tells the encoder whether the decoder holds the
+// long-term reference frame (ENCODER_LTR_MARKING_FEEDBACK): the encoder
+// recovers from a loss only onto one the decoder confirmed.
+func (e *Encoder) LongTermMarked(r Refs, ok bool) error {
+	return codecErr("SetOption(ENCODER_LTR_MARKING_FEEDBACK)", C.lab_enc_ltr_marked(e.c, C.uint(r.IDR), C.int(r.Marked), cbool(ok)))
+}
+
+// LongTermRecover asks the encoder to code its next frame onto a
+// long-term reference the decoder holds (ENCODER_LTR_RECOVERY_REQUEST):
+// last is the last frame the decoder decoded whole, current the frame it
+// failed on. The encoder sends an IDR instead when it has no confirmed
+// long-term reference at or before last.
+func (e *Encoder) LongTermRecover(idr, last, current int) error {
+	return codecErr("SetOption(ENCODER_LTR_RECOVERY_REQUEST)", C.lab_enc_ltr_recover(e.c, C.uint(idr), C.int(last), C.int(current)))
+}
+
 // Close ends the session. Closing twice does nothing.
 func (e *Encoder) Close() error {
 	if !e.closed {
@@ -431,6 +489,13 @@ func (d *Decoder) Decode(data []byte, dst *yuv.I420) (got bool, state DecodeStat
 	copyOut(dst.U, W/2, H/2, C.lab_dec_plane(d.c, 1), int(cs))
 	copyOut(dst.V, W/2, H/2, C.lab_dec_plane(d.c, 2), int(cs))
 	return true, state, nil
+}
+
+// Refs is what the decoder reports of the last frame it decoded.
+func (d *Decoder) Refs() Refs {
+	var frame, idr, marks, marked C.int
+	C.lab_dec_refs(d.c, &frame, &idr, &marks, &marked)
+	return Refs{Frame: int(frame), IDR: int(idr), MarksLongTerm: marks != 0, Marked: int(marked)}
 }
 
 // copyOut copies a plane of the decoder's buffer, rows stride apart, into

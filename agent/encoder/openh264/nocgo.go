@@ -48,6 +48,15 @@ func (e *Encoder) SetBitrate(bps int) error { return errNoCgo }
 // SetFrameRate fails: this build has no cgo.
 func (e *Encoder) SetFrameRate(fps float64) error { return errNoCgo }
 
+// LongTermMarked fails: this build has no cgo.
+func (e *Encoder) LongTermMarked(r Refs, ok bool) error { return errNoCgo }
+
+// LongTermRecover fails: this build has no cgo.
+func (e *Encoder) LongTermRecover(idr, last, current int) error { return errNoCgo }
+
+// Refs reports nothing: this build has no cgo.
+func (d *Decoder) Refs() Refs { return Refs{} }
+
 // Close does nothing.
 func (e *Encoder) Close() error { return nil }
 

@@ -84,6 +84,24 @@ type Params struct {
 	// instead of screen content (SCREEN_CONTENT_REAL_TIME, the default:
 	// what a remote desktop sends).
 	Camera bool
+	// LongTermEvery, when positive, turns on long-term references with
+	// the decoder's feedback (bEnableLongTermReference on a lossy link):
+	// a frame is marked as one every LongTermEvery frames
+	// (iLtrMarkPeriod), and after a loss the encoder can code a frame onto
+	// one the decoder confirmed (Encoder.LongTermRecover) instead of an
+	// IDR.
+	LongTermEvery int
+}
+
+// Refs is a decoded frame's place in the reference chain, as the decoder
+// reports it: what the long-term reference feedback carries.
+type Refs struct {
+	// Frame is the frame's frame_num, IDR the id of the IDR it follows.
+	Frame, IDR int
+	// MarksLongTerm says the frame marked a long-term reference, Marked
+	// its frame_num.
+	MarksLongTerm bool
+	Marked        int
 }
 
 // FrameType is what the encoder made of a picture (EVideoFrameType).
@@ -155,6 +173,9 @@ func (p Params) check() error {
 	}
 	if !(p.FrameRate > 0 && p.FrameRate <= 240) {
 		errs = append(errs, fmt.Errorf("frame rate %v outside (0, 240]", p.FrameRate))
+	}
+	if p.LongTermEvery < 0 {
+		errs = append(errs, fmt.Errorf("long-term reference period %d negative", p.LongTermEvery))
 	}
 	if p.RateControl < RateBitrate || p.RateControl > RateOff {
 		errs = append(errs, fmt.Errorf("unknown rate control %v", p.RateControl))
