@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
 	"maps"
@@ -101,7 +100,7 @@ type realRun struct {
 // binary.
 func runRealOnce(t *testing.T, sc *scenarios.Scenario) *result.Run {
 	t.Helper()
-	policy := cmp.Or(sc.Viewer.Policy, string(viewer.PolicyDrop))
+	policy := policyOf(sc)
 	key := fmt.Sprintf("%s seed %d policy %s", sc.File, sc.Seed, policy)
 	realRuns.mu.Lock()
 	if realRuns.runs == nil {
@@ -194,7 +193,7 @@ func TestModelMatchesRealTwins(t *testing.T) {
 				known := maps.Clone(knownTwinGaps)
 				maps.Copy(known, knownPolicyTwinGaps[policy])
 				judgeTwin(t, name, "model", real, model, known, twinMixtures)
-				if lt, ok := libraryTwins[name]; ok && policy == cmp.Or(libraryScenario(t, lt.scenario).Viewer.Policy, string(viewer.PolicyDrop)) {
+				if lt, ok := libraryTwins[name]; ok && policy == policyOf(libraryScenario(t, lt.scenario)) {
 					t.Run("library", func(t *testing.T) {
 						lib, budget := map[string][]float64{}, map[string][]float64{}
 						twin := realScenario(t, name).Duration

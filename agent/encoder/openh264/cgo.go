@@ -416,6 +416,9 @@ func (e *Encoder) SetFrameRate(fps float64) error {
 // long-term reference frame (ENCODER_LTR_MARKING_FEEDBACK): the encoder
 // recovers from a loss only onto one the decoder confirmed.
 func (e *Encoder) LongTermMarked(r Refs, ok bool) error {
+	if e.closed {
+		return fmt.Errorf("%w: encoder closed", ErrCodec)
+	}
 	return codecErr("SetOption(ENCODER_LTR_MARKING_FEEDBACK)", C.lab_enc_ltr_marked(e.c, C.uint(r.IDR), C.int(r.Marked), cbool(ok)))
 }
 
@@ -425,6 +428,9 @@ func (e *Encoder) LongTermMarked(r Refs, ok bool) error {
 // failed on. The encoder sends an IDR instead when it has no confirmed
 // long-term reference at or before last.
 func (e *Encoder) LongTermRecover(idr, last, current int) error {
+	if e.closed {
+		return fmt.Errorf("%w: encoder closed", ErrCodec)
+	}
 	return codecErr("SetOption(ENCODER_LTR_RECOVERY_REQUEST)", C.lab_enc_ltr_recover(e.c, C.uint(idr), C.int(last), C.int(current)))
 }
 
@@ -491,8 +497,12 @@ func (d *Decoder) Decode(data []byte, dst *yuv.I420) (got bool, state DecodeStat
 	return true, state, nil
 }
 
-// Refs is what the decoder reports of the last frame it decoded.
+// Refs is what the decoder reports of the last frame it decoded; nothing
+// once the decoder is closed.
 func (d *Decoder) Refs() Refs {
+	if d.closed {
+		return Refs{}
+	}
 	var frame, idr, marks, marked C.int
 	C.lab_dec_refs(d.c, &frame, &idr, &marks, &marked)
 	return Refs{Frame: int(frame), IDR: int(idr), MarksLongTerm: marks != 0, Marked: int(marked)}

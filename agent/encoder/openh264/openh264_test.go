@@ -312,3 +312,25 @@ func TestLongTermRecovery(t *testing.T) {
 		t.Logf("no long-term reference marked; the repair an IDR of %d B (%.1f dB), P frames %d B", r.repairBytes, r.repairPSNR, r.pBytes)
 	})
 }
+
+// A closed session's long-term reference calls fail or report nothing,
+// rather than reach into the freed codec.
+func TestLongTermAfterClose(t *testing.T) {
+	openh264test.Require(t)
+	p := params()
+	p.LongTermEvery = 15
+	enc, err := openh264.NewEncoder(p)
+	require.NoError(t, err)
+	dec, err := openh264.NewDecoder()
+	require.NoError(t, err)
+	data, _, err := enc.Encode(nil, pictures(t, testW, testH, 1)[0], 0)
+	require.NoError(t, err)
+	_, _, err = dec.Decode(data, yuv.New(testW, testH))
+	require.NoError(t, err)
+	require.Equal(t, 1, dec.Refs().IDR, "the first IDR's id, while open")
+	require.NoError(t, enc.Close())
+	require.NoError(t, dec.Close())
+	require.ErrorIs(t, enc.LongTermMarked(openh264.Refs{}, true), openh264.ErrCodec)
+	require.ErrorIs(t, enc.LongTermRecover(0, 0, 0), openh264.ErrCodec)
+	require.Zero(t, dec.Refs())
+}
